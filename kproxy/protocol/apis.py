@@ -1,0 +1,57 @@
+"""The API key table: names, versions and header versions of all 95 Kafka APIs."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kproxy.protocol.generated.api_keys import API_KEYS
+
+
+class ApiInfo(NamedTuple):
+    key: int
+    name: str
+    versions: tuple[int, ...]
+    first_flexible: int  # -1 = never flexible
+    headers: dict[int, tuple[int, int]]  # version -> (request header, response header)
+
+    @property
+    def min_version(self) -> int:
+        return self.versions[0]
+
+    @property
+    def max_version(self) -> int:
+        return self.versions[-1]
+
+
+APIS: dict[int, ApiInfo] = {k: ApiInfo(k, *v) for k, v in API_KEYS.items()}
+
+PRODUCE = 0
+FETCH = 1
+METADATA = 3
+FIND_COORDINATOR = 10
+SASL_HANDSHAKE = 17
+API_VERSIONS = 18
+SASL_AUTHENTICATE = 36
+
+
+def api_name(key: int) -> str:
+    info = APIS.get(key)
+    return info.name if info is not None else "Unknown"
+
+
+def is_known(key: int, version: int) -> bool:
+    info = APIS.get(key)
+    return info is not None and version in info.headers
+
+
+def header_versions(key: int, version: int) -> tuple[int, int] | None:
+    """(request header version, response header version), or None if unknown."""
+    info = APIS.get(key)
+    if info is None:
+        return None
+    return info.headers.get(version)
+
+
+def is_flexible(key: int, version: int) -> bool:
+    info = APIS.get(key)
+    return info is not None and 0 <= info.first_flexible <= version

@@ -1,0 +1,88 @@
+"""Request header v0/v1/v2 and response header v0/v1 (PROTOCOL.md §3.2)."""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from kproxy.protocol.apis import header_versions
+from kproxy.protocol.errors import MalformedMessage
+from kproxy.protocol.primitives import INT16, INT32, read_uvarint
+
+_hhi = struct.Struct(">hhi").unpack_from
+
+
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header_version: int  # 0, 1 or 2; 1 is assumed for an unknown (key, version)
+    body_offset: int  # where the body starts in the frame; -1 if unknown
+    known: bool  # the (key, version) is in kproxy's API table
+
+
+def _skip_tagged(frame: memoryview, pos: int) -> int:
+    count, pos = read_uvarint(frame, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(frame, pos)
+        size, pos = read_uvarint(frame, pos)
+        pos += size
+        if pos > len(frame):
+            raise MalformedMessage("truncated tagged field in header")
+    return pos
+
+
+def parse_request_header(frame: memoryview) -> RequestHeader:
+    """Parse the header of a request frame (the bytes after the size prefix).
+
+    An unknown API key or version is not an error here: the header still parses (as
+    header v1, which every request header since v1 starts with) and the body is opaque.
+    """
+    if len(frame) < 8:
+        raise MalformedMessage(f"request frame of {len(frame)} bytes is shorter than a header")
+    api_key, api_version, correlation_id = _hhi(frame, 0)
+    versions = header_versions(api_key, api_version)
+    known = versions is not None
+    header_version = versions[0] if versions is not None else 1
+    if header_version == 0:
+        return RequestHeader(api_key, api_version, correlation_id, None, 0, 8, known)
+    if len(frame) < 10:
+        raise MalformedMessage("request header truncated before the client id")
+    n = INT16.unpack_from(frame, 8)[0]
+    pos = 10
+    client_id: str | None = None
+    if n >= 0:
+        if pos + n > len(frame):
+            raise MalformedMessage("request header client id runs past the frame")
+        try:
+            client_id = bytes(frame[pos : pos + n]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MalformedMessage("client id is not UTF-8") from exc
+        pos += n
+    elif n != -1:
+        raise MalformedMessage(f"bad client id length {n}")
+    if header_version == 2:
+        pos = _skip_tagged(frame, pos)
+    elif not known:
+        pos = -1
+    return RequestHeader(
+        api_key, api_version, correlation_id, client_id, header_version, pos, known
+    )
+
+
+def parse_response_header(frame: memoryview, header_version: int) -> tuple[int, int]:
+    """Return (correlation id, body offset) of a response frame."""
+    if len(frame) < 4:
+        raise MalformedMessage(f"response frame of {len(frame)} bytes has no correlation id")
+    correlation_id = INT32.unpack_from(frame, 0)[0]
+    if header_version == 0:
+        return correlation_id, 4
+    return correlation_id, _skip_tagged(frame, 4)
+
+
+def response_correlation_id(frame: memoryview) -> int:
+    """The correlation id: the first field of every response header version."""
+    if len(frame) < 4:
+        raise MalformedMessage(f"response frame of {len(frame)} bytes has no correlation id")
+    return int(INT32.unpack_from(frame, 0)[0])

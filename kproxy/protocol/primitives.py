@@ -1,0 +1,64 @@
+"""Kafka wire primitives: fixed-width integers, varints, strings (PROTOCOL.md §3.3)."""
+
+from __future__ import annotations
+
+import struct
+
+from kproxy.protocol.errors import MalformedMessage
+
+INT8 = struct.Struct(">b")
+INT16 = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+UINT16 = struct.Struct(">H")
+
+read_int8 = INT8.unpack_from
+read_int16 = INT16.unpack_from
+read_int32 = INT32.unpack_from
+read_uint16 = UINT16.unpack_from
+
+
+def read_uvarint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
+    """Read an unsigned LEB128 varint of at most 5 bytes (a uint32); return (value, next pos)."""
+    result = 0
+    shift = 0
+    end = len(buf)
+    while True:
+        if pos >= end:
+            raise MalformedMessage("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise MalformedMessage("varint longer than 5 bytes")
+
+
+def encode_uvarint(value: int) -> bytes:
+    if value < 0:
+        raise ValueError("unsigned varint cannot be negative")
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_string(value: str | None, compact: bool) -> bytes:
+    """A (nullable) string, classic (int16 length) or compact (uvarint length + 1)."""
+    if value is None:
+        return b"\x00" if compact else INT16.pack(-1)
+    raw = value.encode("utf-8")
+    if compact:
+        return encode_uvarint(len(raw) + 1) + raw
+    if len(raw) > 0x7FFF:
+        raise ValueError("string too long for an int16 length")
+    return INT16.pack(len(raw)) + raw
+
+
+def encode_count(count: int, compact: bool) -> bytes:
+    """An array length, classic (int32) or compact (uvarint count + 1)."""
+    return encode_uvarint(count + 1) if compact else INT32.pack(count)
