@@ -1,0 +1,30 @@
+"""The few request fields the proxy needs beyond the header."""
+
+from __future__ import annotations
+
+from kproxy.protocol.errors import MalformedMessage
+from kproxy.protocol.primitives import read_int16, read_uvarint
+
+
+def produce_acks(frame: memoryview, body_offset: int, version: int) -> int:
+    """ProduceRequest.Acks: v0-2 it comes first; v3+ after the nullable TransactionalId.
+
+    acks=0 means the broker sends no response, so the request must not wait in the
+    correlation table.
+    """
+    try:
+        pos = body_offset
+        if version >= 3:
+            if version >= 9:  # flexible: compact nullable string
+                n, pos = read_uvarint(frame, pos)
+                n -= 1
+            else:
+                n = read_int16(frame, pos)[0]
+                pos += 2
+            if n > 0:
+                pos += n
+        if pos + 2 > len(frame):
+            raise MalformedMessage("produce request truncated before acks")
+        return int(read_int16(frame, pos)[0])
+    except (IndexError, ValueError) as exc:
+        raise MalformedMessage(f"malformed produce request: {exc}") from exc

@@ -1,0 +1,59 @@
+"""What the runtime reports as it forwards: the hooks metrics and the event log use.
+
+Every method is called after the bytes it describes were handed to the transport
+(forward first, observe after), and must not block.
+"""
+
+from __future__ import annotations
+
+from kproxy.protocol.walker import LeaderObservation
+
+
+class ProxyObserver:
+    """No-op base: subclasses override what they record."""
+
+    def connection_opened(self, listener: str) -> None:
+        pass
+
+    def connection_closed(self, listener: str, cause: str) -> None:
+        pass
+
+    def frame_error(self, side: str, reason: str) -> None:
+        pass
+
+    def upstream_connect_failed(self, address: str, reason: str) -> None:
+        pass
+
+    def frame(self, api_key: int, direction: str, size: int) -> None:
+        pass
+
+    def response(
+        self,
+        api_key: int,
+        version: int,
+        client_id: str | None,
+        total_seconds: float,
+        upstream_seconds: float,
+    ) -> None:
+        pass
+
+    def leaders(
+        self,
+        api_key: int,
+        client_id: str | None,
+        node_id: int | None,
+        observations: list[LeaderObservation],
+    ) -> None:
+        pass
+
+    def endpoints(self, api_key: int, rewritten: int, removed: int) -> None:
+        pass
+
+    def node_discovered(self, node_id: int, upstream: str, advertised: str) -> None:
+        pass
+
+    def api_versions_clamped(self, dropped: int, lowered: int) -> None:
+        pass
+
+    def cluster_reached(self) -> None:
+        pass
