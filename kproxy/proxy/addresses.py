@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-
-def split_host_port(text: str) -> tuple[str, int]:
-    """'host:port' or '[v6]:port' -> (host, port)."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        raise ValueError(f"{text!r} is not host:port")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, int(port)
+if TYPE_CHECKING:
+    from kproxy.config import ClusterSettings
 
 
 def join_host_port(host: str, port: int) -> str:
@@ -27,9 +20,9 @@ class AddressBook:
     only ever see kproxy's own addresses.
     """
 
-    def __init__(self, bootstrap: list[str], dial_overrides: Mapping[str, str]) -> None:
-        self.bootstrap = [split_host_port(b) for b in bootstrap]
-        self._overrides = {k.lower(): split_host_port(v) for k, v in dial_overrides.items()}
+    def __init__(self, cluster: ClusterSettings) -> None:
+        self.bootstrap = list(cluster.bootstrap_servers)
+        self.dial_address = cluster.dial_address
         self.advertised: dict[int, tuple[str, int]] = {}
         self._next_bootstrap = 0
 
@@ -40,9 +33,6 @@ class AddressBook:
             return False
         self.advertised[node_id] = (host, port)
         return True
-
-    def dial_address(self, host: str, port: int) -> tuple[str, int]:
-        return self._overrides.get(join_host_port(host, port).lower(), (host, port))
 
     def node_dial_address(self, node_id: int) -> tuple[str, int] | None:
         adv = self.advertised.get(node_id)

@@ -33,7 +33,7 @@ async def serve(settings: Settings, stop: asyncio.Event) -> int:
         "kproxy bootstrap at %s:%d -> %s",
         settings.listeners.advertised_host,
         ctx.bootstrap_port,
-        ",".join(settings.cluster.bootstrap_servers),
+        ",".join(f"{h}:{p}" for h, p in settings.cluster.bootstrap_servers),
     )
     await stop.wait()
     log.info(

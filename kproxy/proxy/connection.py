@@ -26,7 +26,7 @@ from kproxy.protocol.headers import parse_request_header, parse_response_header
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.requests import produce_acks
 from kproxy.protocol.rewriter import rewrite
-from kproxy.protocol.walker import LeaderObservation, can_walk, walk
+from kproxy.protocol.walker import WalkResult, can_walk, walk
 
 if TYPE_CHECKING:
     from kproxy.proxy.server import ProxyContext
@@ -216,7 +216,7 @@ class ClientConnection(asyncio.Protocol):
             return
         ctx = self.ctx
         out: list[bytes | memoryview] = []
-        seen: list[tuple[InFlight, list[LeaderObservation] | None, int, int, int]] = []
+        seen: list[tuple[InFlight, WalkResult | None, int, int, int]] = []
         now = _now()
         for frame in frames:
             if len(frame) < 4:
@@ -235,9 +235,9 @@ class ClientConnection(asyncio.Protocol):
                 if result.endpoints:
                     rw = rewrite(frame, result.endpoints, ctx.map_response_endpoint)
                     out.extend(rw.chunks)
-                    seen.append((req, result.leaders, len(rw.rewritten), len(rw.removed), rw.size))
+                    seen.append((req, result, len(rw.rewritten), len(rw.removed), rw.size))
                     continue
-                seen.append((req, result.leaders, 0, 0, len(frame)))
+                seen.append((req, result, 0, 0, len(frame)))
             elif key == API_VERSIONS:
                 clamped = clamp_api_versions(frame, 4, req.version)
                 if clamped is not None:
@@ -254,13 +254,14 @@ class ClientConnection(asyncio.Protocol):
         done = _now()
         ctx.mark_cluster_reached()
         obs = ctx.observer
-        for req, leaders, rewritten, removed, size in seen:
+        for req, result, rewritten, removed, size in seen:
             obs.frame(req.api_key, "response", size)
             obs.response(
                 req.api_key, req.version, req.client_id, done - req.received, now - req.sent
             )
-            if leaders:
-                obs.leaders(req.api_key, req.client_id, self.node_id, leaders)
+            if result is not None and result.leaders:
+                nodes = frozenset(e.node_id for e in result.endpoints if e.node_id is not None)
+                obs.leaders(req.api_key, req.client_id, self.node_id, result.leaders, nodes)
             if rewritten or removed:
                 obs.endpoints(req.api_key, rewritten, removed)
         if self._paused_for_inflight and len(self.inflight) < self.ctx.max_in_flight // 2 + 1:

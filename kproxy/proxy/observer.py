@@ -43,8 +43,15 @@ class ProxyObserver:
         client_id: str | None,
         node_id: int | None,
         observations: list[LeaderObservation],
+        endpoint_nodes: frozenset[int],
     ) -> None:
-        pass
+        """Partition leadership seen in one response.
+
+        `node_id` is the node whose listener the response came through (None for the
+        bootstrap listener); `endpoint_nodes` are the node ids of the endpoints the same
+        response carried (KIP-951 NodeEndpoints), so a redirect can tell whether the
+        client was handed the new leader's address.
+        """
 
     def endpoints(self, api_key: int, rewritten: int, removed: int) -> None:
         pass

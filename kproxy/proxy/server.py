@@ -46,7 +46,7 @@ class ProxyContext:
         self.settings = settings
         self.observer = observer or ProxyObserver()
         cluster = settings.cluster
-        self.book = AddressBook(list(cluster.bootstrap_servers), dict(cluster.dial_overrides))
+        self.book = AddressBook(cluster)
         lst = settings.listeners
         self.bind_host = lst.bind_host
         self.advertised_host = lst.advertised_host
@@ -98,9 +98,12 @@ class ProxyContext:
             dial = join_host_port(*self.book.dial_address(ep.host, ep.port))
             self.observer.node_discovered(node_id, dial, adv)
             log.info("node %d is at %s (dialled as %s)", node_id, adv, dial)
-        if self.ensure_listener(node_id, port) is None:
+        listener = self.ensure_listener(node_id, port)
+        if listener is None:
             return None
-        return self.advertised_host, port
+        # Port 0 means an OS-chosen port per node (demo and tests); clients are told the
+        # port the listener really got.
+        return self.advertised_host, listener.port
 
     def map_request_endpoint(self, ep: Endpoint) -> tuple[str, int] | None:
         """Requests travel to the cluster: kproxy's own addresses become the real ones."""

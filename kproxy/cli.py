@@ -1,0 +1,235 @@
+"""The ``kproxy`` command line (also ``python -m kproxy``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from kproxy import __version__
+from kproxy.config import LOG_LEVELS, ConfigError, LogSettings, Settings, load_config
+
+__all__ = ["CONFIG_ENV", "LOG_FORMAT", "build_parser", "configure_logging", "main"]
+
+CONFIG_ENV = "KPROXY_CONFIG"
+"""Environment variable naming the config file when ``--config`` is not given."""
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+EXIT_USAGE = 2
+"""Exit code for configuration errors and missing optional extras (like argparse)."""
+
+DEMO_HINT = "kproxy demo needs the demo extra: pip install 'kproxy[demo]'"
+ANALYZE_HINT = "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'"
+
+logger = logging.getLogger("kproxy.cli")
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+def _resolve_config_path(args: argparse.Namespace) -> str:
+    path: str | None = args.config or os.environ.get(CONFIG_ENV) or None
+    if path is None:
+        parser: argparse.ArgumentParser = args.parser
+        parser.error(f"no config file: pass --config FILE or set {CONFIG_ENV}")
+    return path
+
+
+def _load(path: str) -> Settings | None:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        _err(f"kproxy: config error: {exc}")
+        return None
+
+
+def configure_logging(level: str) -> None:
+    """Plain single-line logging to stderr: timestamp, level, logger name, message."""
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr, force=True)
+
+
+# --------------------------------------------------------------------------------------
+# subcommands
+# --------------------------------------------------------------------------------------
+
+
+def _cmd_version(args: argparse.Namespace) -> int:
+    print(f"kproxy {__version__}")
+    return 0
+
+
+def _cmd_check_config(args: argparse.Namespace) -> int:
+    path = _resolve_config_path(args)
+    if _load(path) is None:
+        return EXIT_USAGE
+    print(f"config OK: {path}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    path = _resolve_config_path(args)
+    settings = _load(path)
+    if settings is None:
+        return EXIT_USAGE
+    if args.log_level is not None:
+        settings = dataclasses.replace(settings, log=LogSettings(level=args.log_level))
+    configure_logging(settings.log.level)
+    logger.info("kproxy %s starting with config %s", __version__, path)
+    # Imported lazily: the proxy pulls in asyncio/uvloop/aiohttp, which the other
+    # subcommands do not need.
+    app = importlib.import_module("kproxy.proxy.app")
+    run = cast(Callable[[Settings], int], app.run)
+    return run(settings)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    if not _importable("confluent_kafka"):
+        _err(DEMO_HINT)
+        return EXIT_USAGE
+    demo = importlib.import_module("kproxy.demo")
+    run_demo = cast(Callable[[float | None, int, float], int], demo.run_demo)
+    return run_demo(args.duration, args.brokers, args.leader_interval)
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    if not _importable("pyspark"):
+        _err(ANALYZE_HINT)
+        return EXIT_USAGE
+    analytics = importlib.import_module("kproxy.analytics.cli")
+    run_analyze = cast(Callable[[argparse.Namespace], int], analytics.run_analyze)
+    return run_analyze(args)
+
+
+# --------------------------------------------------------------------------------------
+# parser
+# --------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(LOG_LEVELS)}: {text!r}")
+    return level
+
+
+def _add_config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help=f"YAML config file (default: ${CONFIG_ENV})",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kproxy",
+        description="A Kafka protocol-aware proxy that rewrites every broker address.",
+    )
+    parser.add_argument("--version", action="version", version=f"kproxy {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("version", help="print the version")
+    p.set_defaults(func=_cmd_version, parser=p)
+
+    p = sub.add_parser("check-config", help="validate a config file and exit")
+    _add_config_option(p)
+    p.set_defaults(func=_cmd_check_config, parser=p)
+
+    p = sub.add_parser("run", help="run the proxy until SIGTERM/SIGINT")
+    _add_config_option(p)
+    p.add_argument(
+        "--log-level",
+        type=_log_level,
+        metavar="LEVEL",
+        help=f"override log.level ({', '.join(LOG_LEVELS)})",
+    )
+    p.set_defaults(func=_cmd_run, parser=p)
+
+    p = sub.add_parser("demo", help="run a local demo cluster behind kproxy (needs kproxy[demo])")
+    p.add_argument(
+        "--duration",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this many seconds (default: run until interrupted)",
+    )
+    p.add_argument(
+        "--brokers",
+        type=_positive_int,
+        default=3,
+        metavar="N",
+        help="number of brokers (default: 3)",
+    )
+    p.add_argument(
+        "--leader-interval",
+        type=_positive_float,
+        default=5.0,
+        metavar="SECONDS",
+        help="move a partition leader this often (default: 5)",
+    )
+    p.set_defaults(func=_cmd_demo, parser=p)
+
+    p = sub.add_parser(
+        "analyze", help="analyze kproxy event files with Spark (needs kproxy[analytics])"
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="event files or directories")
+    p.add_argument(
+        "--out",
+        default="kproxy-analysis",
+        metavar="DIR",
+        help="output directory for the report (default: ./kproxy-analysis)",
+    )
+    p.add_argument(
+        "--master",
+        default="local[*]",
+        metavar="URL",
+        help="Spark master URL (default: local[*])",
+    )
+    p.add_argument("--spark-ui", action="store_true", help="enable the Spark web UI")
+    p.set_defaults(func=_cmd_analyze, parser=p)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kproxy`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = cast(Callable[[argparse.Namespace], int], args.func)
+    return func(args)

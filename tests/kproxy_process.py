@@ -1,0 +1,124 @@
+"""Run a real kproxy process (`python -m kproxy run`) for integration tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from tests.peers.net import LOOPBACK, free_port, port_open, wait_until
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class KproxyProcess:
+    """kproxy in a subprocess, configured from a dict merged over test defaults."""
+
+    def __init__(self, tmp: Path, bootstrap_servers: list[str], **sections: Any) -> None:
+        self.tmp = tmp
+        self.bootstrap_port = free_port()
+        self.admin_port = free_port()
+        config: dict[str, Any] = {
+            "cluster": {"bootstrap_servers": bootstrap_servers},
+            "listeners": {
+                "bind_host": "127.0.0.1",
+                "advertised_host": "127.0.0.1",
+                "bootstrap_port": self.bootstrap_port,
+                "broker_port_base": 0,
+            },
+            "admin": {"bind_host": "127.0.0.1", "port": self.admin_port},
+            "events": {"dir": str(tmp / "events")},
+            "shutdown": {"grace_seconds": 2},
+            "log": {"level": "INFO"},
+        }
+        for name, values in sections.items():
+            config.setdefault(name, {}).update(values)
+        self.config = config
+        self.config_path = tmp / "kproxy.yaml"
+        self.log_path = tmp / "kproxy.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.bootstrap_port}"
+
+    def start(self, extra_env: dict[str, str] | None = None) -> KproxyProcess:
+        self.config_path.write_text(yaml.safe_dump(self.config))
+        env = dict(os.environ)
+        env.update(extra_env or {})
+        env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kproxy", "run", "--config", str(self.config_path)],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.tmp,
+        )
+        try:
+            wait_until(self._ready, 30, what="kproxy's bootstrap port")
+        except TimeoutError:
+            self.stop()
+            raise
+        return self
+
+    def _ready(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"kproxy exited with {self.proc.returncode}:\n{self.log()}")
+        return port_open(LOOPBACK, self.bootstrap_port)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def admin_get(self, path: str) -> tuple[int, bytes]:
+        url = f"http://{LOOPBACK}:{self.admin_port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    def topology(self) -> Any:
+        status, body = self.admin_get("/topology")
+        assert status == 200, body
+        return json.loads(body)
+
+    def metrics_text(self) -> str:
+        status, body = self.admin_get("/metrics")
+        assert status == 200, body
+        return body.decode()
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int | None:
+        code = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(sig)
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            code = self.proc.returncode
+            self.proc = None
+            self._log.close()
+        return code
+
+    def __enter__(self) -> KproxyProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,344 @@
+"""Tests for the kproxy command line (``python -m kproxy`` and kproxy.cli.main)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kproxy
+from kproxy import cli
+from kproxy.config import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+GOOD_YAML = "cluster:\n  bootstrap_servers: ['broker-1.kafka:9092']\n"
+BAD_YAML = GOOD_YAML + "listeners:\n  broker_port_base: 70000\n"
+BAD_LINE = "kproxy: config error: listeners.broker_port_base: must be 0-65535\n"
+
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR) \S+: .*$")
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != cli.CONFIG_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(extra or {})
+    return env
+
+
+def kproxy_cmd(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kproxy", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=_env(env),
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def good_config(tmp_path: Path) -> Path:
+    path = tmp_path / "good.yaml"
+    path.write_text(GOOD_YAML, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def bad_config(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD_YAML, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------------------
+# subprocess: python -m kproxy
+# --------------------------------------------------------------------------------------
+
+
+def test_version() -> None:
+    result = kproxy_cmd("version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"kproxy {kproxy.__version__}\n"
+    assert result.stderr == ""
+
+
+def test_version_flag() -> None:
+    result = kproxy_cmd("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"kproxy {kproxy.__version__}\n"
+
+
+def test_no_subcommand_is_usage_error() -> None:
+    result = kproxy_cmd()
+    assert result.returncode == 2
+    assert "usage: kproxy" in result.stderr
+
+
+def test_check_config_ok(good_config: Path) -> None:
+    result = kproxy_cmd("check-config", "--config", str(good_config))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"config OK: {good_config}\n"
+    assert result.stderr == ""
+
+
+def test_check_config_shipped_examples() -> None:
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        result = kproxy_cmd("check-config", "--config", str(path))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == f"config OK: {path}\n"
+
+
+def test_check_config_bad(bad_config: Path) -> None:
+    result = kproxy_cmd("check-config", "--config", str(bad_config))
+    assert result.returncode == 2
+    assert result.stderr == BAD_LINE
+    assert result.stdout == ""
+
+
+def test_check_config_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    result = kproxy_cmd("check-config", "--config", str(missing))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"kproxy: config error: <file>: cannot read {missing}: No such file or directory\n"
+    )
+
+
+def test_check_config_from_env(good_config: Path) -> None:
+    result = kproxy_cmd("check-config", env={cli.CONFIG_ENV: str(good_config)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"config OK: {good_config}\n"
+
+
+def test_check_config_bad_from_env(bad_config: Path) -> None:
+    result = kproxy_cmd("check-config", env={cli.CONFIG_ENV: str(bad_config)})
+    assert result.returncode == 2
+    assert result.stderr == BAD_LINE
+
+
+def test_check_config_option_wins_over_env(good_config: Path, bad_config: Path) -> None:
+    result = kproxy_cmd(
+        "check-config", "--config", str(good_config), env={cli.CONFIG_ENV: str(bad_config)}
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"config OK: {good_config}\n"
+
+
+def test_check_config_without_any_config() -> None:
+    result = kproxy_cmd("check-config")
+    assert result.returncode == 2
+    assert "usage: kproxy check-config" in result.stderr
+    assert "no config file: pass --config FILE or set KPROXY_CONFIG" in result.stderr
+    # An empty variable counts as unset.
+    result = kproxy_cmd("check-config", env={cli.CONFIG_ENV: ""})
+    assert result.returncode == 2
+    assert "no config file" in result.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyspark") is not None, reason="pyspark is installed here"
+)
+def test_analyze_without_pyspark(tmp_path: Path) -> None:
+    result = kproxy_cmd("analyze", str(tmp_path / "events.jsonl"), "--out", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr == (
+        "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'\n"
+    )
+
+
+def test_analyze_requires_input() -> None:
+    result = kproxy_cmd("analyze")
+    assert result.returncode == 2
+    assert "usage: kproxy analyze" in result.stderr
+
+
+# A child process with a fake kproxy.proxy.app, to exercise `run` end to end
+# (config loading, logging set-up, --log-level, exit code pass-through).
+FAKE_APP_SCRIPT = textwrap.dedent(
+    """
+    import logging, sys, types
+
+    def run(settings):
+        logging.getLogger("kproxy.fake").debug("debug is visible")
+        logging.getLogger("kproxy.fake").info("info is visible")
+        print("level", settings.log.level, "port", settings.listeners.bootstrap_port)
+        return 7
+
+    app = types.ModuleType("kproxy.proxy.app")
+    app.run = run
+    sys.modules["kproxy.proxy.app"] = app
+    from kproxy.cli import main
+    raise SystemExit(main(sys.argv[1:]))
+    """
+)
+
+
+def run_with_fake_app(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", FAKE_APP_SCRIPT, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
+
+
+def test_run_calls_app_with_settings(good_config: Path) -> None:
+    result = run_with_fake_app("run", "--config", str(good_config))
+    assert result.returncode == 7, result.stderr
+    assert result.stdout == "level INFO port 9092\n"
+    lines = result.stderr.splitlines()
+    assert all(LOG_LINE.match(line) for line in lines), lines
+    assert any(line.endswith("INFO kproxy.fake: info is visible") for line in lines)
+    assert any(f"INFO kproxy.cli: kproxy {kproxy.__version__} starting" in x for x in lines)
+    assert not any("debug is visible" in line for line in lines)
+
+
+def test_run_log_level_override(good_config: Path) -> None:
+    result = run_with_fake_app("run", "--config", str(good_config), "--log-level", "debug")
+    assert result.returncode == 7, result.stderr
+    assert result.stdout == "level DEBUG port 9092\n"
+    assert any(
+        line.endswith("DEBUG kproxy.fake: debug is visible") for line in result.stderr.splitlines()
+    )
+
+
+def test_run_log_level_from_config(tmp_path: Path) -> None:
+    path = tmp_path / "warn.yaml"
+    path.write_text(GOOD_YAML + "log:\n  level: WARNING\n", encoding="utf-8")
+    result = run_with_fake_app("run", "--config", str(path))
+    assert result.returncode == 7, result.stderr
+    assert result.stdout == "level WARNING port 9092\n"
+    assert result.stderr == ""
+
+
+def test_run_bad_config(bad_config: Path) -> None:
+    result = run_with_fake_app("run", "--config", str(bad_config))
+    assert result.returncode == 2
+    assert result.stderr == BAD_LINE
+    assert result.stdout == ""
+
+
+def test_run_bad_log_level(good_config: Path) -> None:
+    result = run_with_fake_app("run", "--config", str(good_config), "--log-level", "LOUD")
+    assert result.returncode == 2
+    assert "must be one of DEBUG, INFO, WARNING, ERROR" in result.stderr
+
+
+# --------------------------------------------------------------------------------------
+# in-process: lazily imported collaborators
+# --------------------------------------------------------------------------------------
+
+
+def test_demo_without_confluent_kafka(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # makes the import fail
+    assert cli.main(["demo"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "kproxy demo needs the demo extra: pip install 'kproxy[demo]'\n"
+
+
+def test_demo_passes_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[Any, ...]] = []
+
+    def run_demo(duration: float | None, brokers: int, leader_interval: float) -> int:
+        calls.append((duration, brokers, leader_interval))
+        return 3
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka", types.ModuleType("confluent_kafka"))
+    fake = types.ModuleType("kproxy.demo")
+    fake.run_demo = run_demo  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kproxy.demo", fake)
+
+    assert cli.main(["demo"]) == 3
+    assert cli.main(["demo", "--duration", "2.5", "--brokers", "5", "--leader-interval", "1"]) == 3
+    assert calls == [(None, 3, 5.0), (2.5, 5, 1.0)]
+
+
+@pytest.mark.parametrize(
+    "argv", [["demo", "--brokers", "0"], ["demo", "--duration", "-1"], ["demo", "--brokers", "x"]]
+)
+def test_demo_rejects_bad_arguments(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+
+
+def test_analyze_without_pyspark_in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    assert cli.main(["analyze", "events/"]) == 2
+    assert capsys.readouterr().err == (
+        "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'\n"
+    )
+
+
+def test_analyze_passes_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[argparse.Namespace] = []
+
+    def run_analyze(args: argparse.Namespace) -> int:
+        seen.append(args)
+        return 0
+
+    monkeypatch.setitem(sys.modules, "pyspark", types.ModuleType("pyspark"))
+    fake = types.ModuleType("kproxy.analytics.cli")
+    fake.run_analyze = run_analyze  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kproxy.analytics.cli", fake)
+
+    assert cli.main(["analyze", "a.jsonl", "b/"]) == 0
+    assert (
+        cli.main(["analyze", "x", "--out", "report", "--master", "spark://m:7077", "--spark-ui"])
+        == 0
+    )
+    first, second = seen
+    assert (first.inputs, first.out, first.master, first.spark_ui) == (
+        ["a.jsonl", "b/"],
+        "kproxy-analysis",
+        "local[*]",
+        False,
+    )
+    assert (second.inputs, second.out, second.master, second.spark_ui) == (
+        ["x"],
+        "report",
+        "spark://m:7077",
+        True,
+    )
+
+
+def test_run_in_process_passes_settings(monkeypatch: pytest.MonkeyPatch, good_config: Path) -> None:
+    received: list[Settings] = []
+    levels: list[str] = []
+
+    def run(settings: Settings) -> int:
+        received.append(settings)
+        return 0
+
+    fake = types.ModuleType("kproxy.proxy.app")
+    fake.run = run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kproxy.proxy.app", fake)
+    monkeypatch.setattr(cli, "configure_logging", levels.append)
+    monkeypatch.setenv(cli.CONFIG_ENV, str(good_config))
+
+    assert cli.main(["run", "--log-level", "error"]) == 0
+    (settings,) = received
+    assert settings.log.level == "ERROR"
+    assert levels == ["ERROR"]
+    assert settings.cluster.bootstrap_servers == (("broker-1.kafka", 9092),)
