@@ -170,9 +170,17 @@ class ClusterSettings:
     """Advertised broker address -> address to dial instead.  Keys are normalized
     with :func:`normalize_host`; use :meth:`dial_address` to look up."""
     connect_timeout_seconds: float = 10.0
+    dial_host_overrides: Mapping[str, str] = field(default_factory=_empty_mapping, hash=False)
+    """Advertised broker host -> host to dial instead, keeping the port (keys from
+    ``dial_overrides`` entries written without a port)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bootstrap_servers", tuple(self.bootstrap_servers))
+        object.__setattr__(
+            self,
+            "dial_host_overrides",
+            _frozen_mapping({normalize_host(h): t for h, t in self.dial_host_overrides.items()}),
+        )
         object.__setattr__(
             self,
             "dial_overrides",
@@ -183,7 +191,11 @@ class ClusterSettings:
 
     def dial_address(self, host: str, port: int) -> HostPort:
         """The address to connect to for a broker advertised as ``host:port``."""
-        return self.dial_overrides.get((normalize_host(host), port), (host, port))
+        name = normalize_host(host)
+        exact = self.dial_overrides.get((name, port))
+        if exact is not None:
+            return exact
+        return self.dial_host_overrides.get(name, host), port
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,18 +451,30 @@ def _parse_cluster(root: Mapping[Any, Any]) -> ClusterSettings:
     where = _join(path, "dial_overrides")
     raw_overrides = data.get("dial_overrides", _MISSING)
     overrides: dict[HostPort, HostPort] = {}
+    host_overrides: dict[str, str] = {}
     if raw_overrides is not _MISSING and raw_overrides is not None:
         if not isinstance(raw_overrides, Mapping):
             raise ConfigError(where, "must be a mapping of host:port to host:port")
-        originals: dict[HostPort, str] = {}
+        originals: dict[object, str] = {}
         for key, value in raw_overrides.items():
             entry = _join(where, key)
             if not isinstance(key, str):
-                raise ConfigError(entry, "key must be host:port")
+                raise ConfigError(entry, "key must be host:port or host")
             try:
                 host, port = parse_host_port(key)
             except ValueError:
-                raise ConfigError(entry, "key must be host:port") from None
+                # A bare host name maps a name to another host, keeping each broker's
+                # port: the cluster's DNS names, resolved for kproxy alone.
+                if not _is_valid_host(key) or ":" in key:
+                    raise ConfigError(entry, "key must be host:port or host") from None
+                name = normalize_host(key)
+                if name in originals:
+                    raise ConfigError(entry, f"same broker host as {originals[name]!r}")
+                originals[name] = key
+                if not isinstance(value, str) or not _is_valid_host(value) or ":" in value:
+                    raise ConfigError(entry, "must be a host (the key has no port)")
+                host_overrides[name] = value
+                continue
             normalized = (normalize_host(host), port)
             if normalized in originals:
                 raise ConfigError(entry, f"same broker address as {originals[normalized]!r}")
@@ -463,6 +487,7 @@ def _parse_cluster(root: Mapping[Any, Any]) -> ClusterSettings:
     return ClusterSettings(
         bootstrap_servers=servers,
         dial_overrides=MappingProxyType(overrides),
+        dial_host_overrides=MappingProxyType(host_overrides),
         connect_timeout_seconds=timeout,
     )
 

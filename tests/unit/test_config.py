@@ -311,12 +311,17 @@ CASES: list[Any] = [
     ),
     pytest.param(
         cfg(cluster={"dial_overrides": {"broker": "10.0.0.5:9092"}}),
-        "cluster.dial_overrides.broker: key must be host:port",
+        "cluster.dial_overrides.broker: must be a host (the key has no port)",
+        id="dial-override-host-key-port-value",
+    ),
+    pytest.param(
+        cfg(cluster={"dial_overrides": {"bad host!": "10.0.0.5"}}),
+        'cluster.dial_overrides."bad host!": key must be host:port or host',
         id="dial-override-bad-key",
     ),
     pytest.param(
         cfg(cluster={"dial_overrides": {9092: "10.0.0.5:9092"}}),
-        "cluster.dial_overrides.9092: key must be host:port",
+        "cluster.dial_overrides.9092: key must be host:port or host",
         id="dial-override-int-key",
     ),
     pytest.param(
@@ -948,3 +953,20 @@ def test_port_for_node_defaults() -> None:
     assert listeners.port_for_node(0) == 9100
     assert listeners.port_for_node(1000) == 10100
     assert listeners.port_for_node(1001) is None
+
+
+def test_host_only_dial_overrides_keep_the_port() -> None:
+    settings = parse_config(
+        cfg(
+            cluster={
+                "dial_overrides": {
+                    "broker-1.kafka.invalid": "127.0.0.1",
+                    "broker-2.kafka.invalid:9092": "10.0.0.2:19092",
+                }
+            }
+        )
+    )
+    c = settings.cluster
+    assert c.dial_address("BROKER-1.kafka.invalid", 40123) == ("127.0.0.1", 40123)
+    assert c.dial_address("broker-2.kafka.invalid", 9092) == ("10.0.0.2", 19092)
+    assert c.dial_address("broker-2.kafka.invalid", 9093) == ("broker-2.kafka.invalid", 9093)
