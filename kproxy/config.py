@@ -463,10 +463,12 @@ def _parse_cluster(root: Mapping[Any, Any]) -> ClusterSettings:
             try:
                 host, port = parse_host_port(key)
             except ValueError:
+                host, port = key, -1
+            if port < 0:
                 # A bare host name maps a name to another host, keeping each broker's
                 # port: the cluster's DNS names, resolved for kproxy alone.
                 if not _is_valid_host(key) or ":" in key:
-                    raise ConfigError(entry, "key must be host:port or host") from None
+                    raise ConfigError(entry, "key must be host:port or host")
                 name = normalize_host(key)
                 if name in originals:
                     raise ConfigError(entry, f"same broker host as {originals[name]!r}")

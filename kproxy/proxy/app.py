@@ -7,6 +7,8 @@ import logging
 import signal
 from typing import TYPE_CHECKING
 
+from kproxy.admin.server import AdminServer
+from kproxy.observability import Observability
 from kproxy.proxy.server import ProxyContext
 
 if TYPE_CHECKING:
@@ -27,20 +29,34 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 async def serve(settings: Settings, stop: asyncio.Event) -> int:
     """Run the proxy until `stop` is set, then shut down gracefully."""
-    ctx = ProxyContext(settings)
-    await ctx.start()
-    log.info(
-        "kproxy bootstrap at %s:%d -> %s",
-        settings.listeners.advertised_host,
-        ctx.bootstrap_port,
-        ",".join(f"{h}:{p}" for h, p in settings.cluster.bootstrap_servers),
-    )
-    await stop.wait()
-    log.info(
-        "stopping: no new connections, %.1fs grace for in-flight requests",
-        settings.shutdown.grace_seconds,
-    )
-    await ctx.stop(settings.shutdown.grace_seconds)
+    observer = Observability(settings)
+    ctx = ProxyContext(settings, observer)
+    admin: AdminServer | None = None
+    try:
+        if settings.admin.enabled:
+            # Before the listeners, so that /healthz answers and /readyz says why not
+            # while kproxy is still reaching the cluster.
+            admin = AdminServer(settings, observer, ctx)
+            await admin.start()
+            log.info("kproxy admin at http://%s/metrics", admin.address)
+        await ctx.start()
+        log.info(
+            "kproxy bootstrap at %s:%d -> %s",
+            settings.listeners.advertised_host,
+            ctx.bootstrap_port,
+            ",".join(f"{h}:{p}" for h, p in settings.cluster.bootstrap_servers),
+        )
+        await stop.wait()
+        log.info(
+            "stopping: no new connections, %.1fs grace for in-flight requests",
+            settings.shutdown.grace_seconds,
+        )
+        await ctx.stop(settings.shutdown.grace_seconds)
+    finally:
+        if admin is not None:
+            await admin.stop()
+        # Writing out the event log's queue blocks: not on the event loop.
+        await asyncio.to_thread(observer.close)
     return 0
 
 

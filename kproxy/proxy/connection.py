@@ -277,6 +277,16 @@ class ClientConnection(asyncio.Protocol):
             self.upstream.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed and self.reader.buffered:
+            self.ctx.observer.frame_error("client", "truncated_frame")
+            log.warning(
+                "client %s on %s closed in the middle of an incomplete frame (%d bytes)",
+                self.peer,
+                self.listener,
+                self.reader.buffered,
+            )
+            self.close("client_truncated_frame")
+            return
         self.close(self.close_cause or ("client_reset" if exc else "client_closed"))
 
     # -- helpers ---------------------------------------------------------------------------

@@ -61,6 +61,7 @@ class ProxyContext:
         self.unmappable_logged: set[int] = set()
         self._refresh_lock: asyncio.Lock | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.observer.attached(self)
 
     # -- mapping ------------------------------------------------------------------------------
     @staticmethod
