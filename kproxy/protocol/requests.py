@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.primitives import read_int16, read_uvarint
 
@@ -28,3 +30,14 @@ def produce_acks(frame: memoryview, body_offset: int, version: int) -> int:
         return int(read_int16(frame, pos)[0])
     except (IndexError, ValueError) as exc:
         raise MalformedMessage(f"malformed produce request: {exc}") from exc
+
+
+def metadata_v1_request(correlation_id: int, client_id: bytes = b"kproxy") -> bytes:
+    """A whole Metadata v1 request frame asking for no topics: just the brokers.
+
+    v1 is served by every broker from Kafka 0.10 to 4.x, and its response (header v0,
+    no tagged fields) is the simplest one that names every broker.
+    """
+    body = struct.pack(">hhih", 3, 1, correlation_id, len(client_id)) + client_id
+    body += struct.pack(">i", 0)  # Topics: an empty array (null would mean all topics)
+    return struct.pack(">i", len(body)) + body

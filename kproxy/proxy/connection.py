@@ -231,13 +231,13 @@ class ClientConnection(asyncio.Protocol):
             key = req.api_key
             if key in WALKED_RESPONSES:
                 _, body = parse_response_header(frame, req.header_version)
-                result = walk(frame, body, key, req.version, False)
-                if result.endpoints:
-                    rw = rewrite(frame, result.endpoints, ctx.map_response_endpoint)
+                walked = walk(frame, body, key, req.version, False)
+                if walked.endpoints:
+                    rw = rewrite(frame, walked.endpoints, ctx.map_response_endpoint)
                     out.extend(rw.chunks)
-                    seen.append((req, result, len(rw.rewritten), len(rw.removed), rw.size))
+                    seen.append((req, walked, len(rw.rewritten), len(rw.removed), rw.size))
                     continue
-                seen.append((req, result, 0, 0, len(frame)))
+                seen.append((req, walked, 0, 0, len(frame)))
             elif key == API_VERSIONS:
                 clamped = clamp_api_versions(frame, 4, req.version)
                 if clamped is not None:

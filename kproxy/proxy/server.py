@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import struct
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ from kproxy.protocol.apis import header_versions
 from kproxy.protocol.errors import ProtocolError, UnsupportedVersion
 from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.headers import parse_response_header
+from kproxy.protocol.requests import metadata_v1_request
 from kproxy.protocol.walker import Endpoint, walk
 from kproxy.proxy.addresses import AddressBook, join_host_port
 from kproxy.proxy.connection import ClientConnection
@@ -250,22 +250,11 @@ class ProxyContext:
                 await listener.server.wait_closed()
 
 
-def _metadata_v1_request(correlation_id: int) -> bytes:
-    client_id = b"kproxy"
-    # header v1: api key 3, version 1, correlation id, client id; body: topics = [] (none)
-    body = (
-        struct.pack(">hhih", 3, 1, correlation_id, len(client_id))
-        + client_id
-        + struct.pack(">i", 0)
-    )
-    return struct.pack(">i", len(body)) + body
-
-
 async def fetch_brokers(host: str, port: int, max_frame_bytes: int) -> list[Endpoint]:
     """kproxy's own Metadata request: the cluster's brokers as the bootstrap sees them."""
     reader, writer = await asyncio.open_connection(host, port)
     try:
-        writer.write(_metadata_v1_request(1))
+        writer.write(metadata_v1_request(1))
         await writer.drain()
         frames = FrameReader(max_frame_bytes)
         while True:

@@ -1,0 +1,11 @@
+"""librdkafka's mock cluster for tests: the binding kproxy's demo uses (LAB.md §1)."""
+
+from kproxy.mockcluster import (
+    ERR_TRANSPORT,
+    MockCluster,
+    MockClusterError,
+    MockRequest,
+    librdkafka_path,
+)
+
+__all__ = ["ERR_TRANSPORT", "MockCluster", "MockClusterError", "MockRequest", "librdkafka_path"]
