@@ -1,0 +1,144 @@
+"""The admin HTTP server: /metrics, /healthz, /readyz and /topology (aiohttp).
+
+It runs on the proxy's event loop. Nothing it serves is computed per request on the
+data path: /metrics renders the registry, /topology copies the leader table and the
+listener table, both only when asked.
+
+* `GET /metrics`: Prometheus text format, or OpenMetrics when the Accept header asks.
+* `GET /healthz`: 200 `ok` while the process serves.
+* `GET /readyz`: 200 `{"ready": true, "reason": "ready"}` once the bootstrap listener
+  serves and the cluster answered at least once; else 503 with the reason.
+* `GET /topology[?topic=NAME]`: JSON
+
+      {"proxy": "host-pid", "generated_at": "...Z", "cluster_reached": true,
+       "bootstrap": {"kproxy": "h:p", "listener_state": "serving", "servers": ["h:p"]},
+       "nodes": [{"id": 1, "advertised": "broker-1:9092", "dial": "10.0.0.5:9092",
+                  "kproxy": "127.0.0.1:9101", "listener_state": "serving"}],
+       "partitions": [{"topic": "t", "topic_id": "uuid" | null, "partition": 0,
+                       "leader": 1, "leader_epoch": 7 | null, "changed_at": "...Z" | null}]}
+
+  `listener_state` is binding, serving, failed, closed, or none (no listener yet);
+  `changed_at` is null until kproxy saw that partition's leader move.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from kproxy.proxy.addresses import join_host_port
+
+if TYPE_CHECKING:
+    from kproxy.config import Settings
+    from kproxy.observability import Observability
+    from kproxy.proxy.server import ProxyContext
+
+log = logging.getLogger("kproxy.admin")
+
+
+def _json(body: dict[str, Any], status: int = 200) -> web.Response:
+    return web.Response(
+        text=json.dumps(body, indent=1) + "\n", status=status, content_type="application/json"
+    )
+
+
+def make_app(observer: Observability) -> web.Application:
+    """The admin application; `observer` supplies metrics, readiness and topology."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        # Prometheus asks for OpenMetrics or the text format in its Accept header.
+        body, content_type = observer.metrics.exposition(request.headers.get("Accept"))
+        resp = web.Response(body=body)
+        resp.headers["Content-Type"] = content_type
+        return resp
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(request: web.Request) -> web.Response:
+        ready, reason = observer.readiness()
+        return _json({"ready": ready, "reason": reason}, 200 if ready else 503)
+
+    async def topology(request: web.Request) -> web.Response:
+        return _json(observer.topology(request.query.get("topic")))
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/topology", topology)
+    return app
+
+
+class AdminServer:
+    """The admin server on `admin.bind_host`:`admin.port` (0 = a port the OS chooses)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        observer: Observability,
+        context: ProxyContext | None = None,
+    ) -> None:
+        self.bind_host = settings.admin.bind_host
+        self.requested_port = settings.admin.port
+        self.observer = observer
+        if context is not None:
+            observer.attached(context)
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    async def start(self) -> None:
+        """Bind and serve; raises OSError when the address cannot be bound."""
+        if self._runner is not None:
+            return
+        runner = web.AppRunner(make_app(self.observer), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.bind_host, self.requested_port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._port = _bound_port(runner)
+        log.info("admin server on http://%s/ (metrics, healthz, readyz, topology)", self.address)
+
+    @property
+    def port(self) -> int:
+        """The port the server is bound to (the OS's choice when admin.port is 0)."""
+        if self._port is None:
+            raise RuntimeError("the admin server is not started")
+        return self._port
+
+    @property
+    def address(self) -> str:
+        return join_host_port(self.bind_host, self.port)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}"
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+
+def _bound_port(runner: web.AppRunner) -> int:
+    for address in runner.addresses:
+        # (host, port) for IPv4, (host, port, flowinfo, scope) for IPv6
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    raise RuntimeError("the admin server has no bound address")
+
+
+async def start_admin(
+    settings: Settings, observer: Observability, context: ProxyContext | None = None
+) -> AdminServer:
+    """Start an admin server (for `serve()`); stop it with `await server.stop()`."""
+    server = AdminServer(settings, observer, context)
+    await server.start()
+    return server

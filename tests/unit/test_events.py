@@ -1,0 +1,382 @@
+"""The event log: schema fields, rotation by size and time, drops that are counted."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kproxy.config import ClusterSettings, EventSettings, MetricsSettings, Settings
+from kproxy.events import (
+    COMMON_FIELDS,
+    EVENT_FIELDS,
+    EVENT_TYPES,
+    SCHEMA_VERSION,
+    EventLog,
+    file_name,
+    format_ts,
+    instance_id,
+    safe_name,
+)
+from kproxy.observability import Observability
+from kproxy.protocol.walker import LeaderObservation
+
+REPO = Path(__file__).resolve().parents[2]
+TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+NAME_RE = re.compile(r"^events-(\d{8}T\d{6})-(.+)-(\d{6})\.jsonl$")
+T0 = 1_795_000_000.25  # 2026-11-18T11:06:40.25Z
+
+
+def stamp(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y%m%dT%H%M%S")
+
+
+class Clock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+        self.lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self.lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self.lock:
+            self.now += seconds
+
+
+def read_lines(directory: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("events-*.jsonl")):
+        with path.open(encoding="utf-8") as f:
+            out.extend(json.loads(line) for line in f)
+    return out
+
+
+def wait_until(cond: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        time.sleep(0.005)
+
+
+def test_lines_carry_schema_type_ts_and_proxy(tmp_path: Path) -> None:
+    clock = Clock()
+    log = EventLog(tmp_path, instance="host-1", clock=clock)
+    assert log.emit("connection", {"action": "open", "listener": "bootstrap", "cause": None})
+    clock.advance(1.5)
+    assert log.emit("recovery", {"topic": "t", "ms": 1.25, "client_id": "é"})
+    log.close()
+    first, second = read_lines(tmp_path)
+    assert list(first)[:4] == list(COMMON_FIELDS)
+    assert first == {
+        "schema": SCHEMA_VERSION,
+        "type": "connection",
+        "ts": format_ts(T0),
+        "proxy": "host-1",
+        "action": "open",
+        "listener": "bootstrap",
+        "cause": None,
+    }
+    assert TS_RE.match(first["ts"])
+    parsed = datetime.datetime.strptime(second["ts"], "%Y-%m-%dT%H:%M:%S.%f%z")
+    assert parsed.timestamp() == pytest.approx(T0 + 1.5)
+    assert second["client_id"] == "é"
+    assert log.written == {"connection": 1, "recovery": 1}
+    assert log.dropped == 0
+
+
+def test_file_names_and_instance_ids() -> None:
+    assert file_name(0.0, "h-1", 7) == "events-19700101T000000-h-1-000007.jsonl"
+    assert safe_name("pod/with spaces:and.dots") == "pod_with_spaces_and.dots"
+    assert safe_name("///") == "kproxy"
+    assert re.fullmatch(r"[A-Za-z0-9._-]+-\d+", instance_id())
+
+
+def test_rotation_by_size_keeps_whole_lines_and_every_event(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, instance="p", max_file_bytes=600)
+    for i in range(100):
+        log.emit("request_sample", {"api": "Produce", "version": 11, "client_id": f"c{i}"})
+    log.close()
+    files = sorted(tmp_path.glob("*.jsonl"))
+    assert len(files) > 10
+    assert [NAME_RE.match(f.name).group(3) for f in files] == [  # type: ignore[union-attr]
+        f"{i:06d}" for i in range(len(files))
+    ]
+    for f in files:
+        data = f.read_bytes()
+        assert 0 < len(data) <= 600
+        assert data.endswith(b"\n")
+    lines = read_lines(tmp_path)
+    assert [line["client_id"] for line in lines] == [f"c{i}" for i in range(100)]
+    assert log.files == files
+
+
+def test_a_line_larger_than_a_file_goes_alone_into_its_own(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, instance="p", max_file_bytes=200)
+    log.emit("a", {"n": 1})
+    log.emit("big", {"blob": "x" * 500})
+    log.emit("a", {"n": 2})
+    log.close()
+    files = sorted(tmp_path.glob("*.jsonl"))
+    assert [len(f.read_text().splitlines()) for f in files] == [1, 1, 1]
+    assert [line["type"] for line in read_lines(tmp_path)] == ["a", "big", "a"]
+
+
+def test_rotation_by_time_and_idle_files_are_closed(tmp_path: Path) -> None:
+    clock = Clock()
+    log = EventLog(tmp_path, instance="p", rotate_seconds=60, clock=clock)
+    log.emit("a", {"n": 1})
+    assert log.flush()
+    first = log.current_file
+    assert first is not None
+    assert NAME_RE.match(first.name).group(1) == stamp(T0)  # type: ignore[union-attr]
+    clock.advance(30)
+    log.emit("a", {"n": 2})
+    assert log.flush()
+    assert log.current_file == first  # younger than 60 s: same file
+    clock.advance(31)
+    log.emit("a", {"n": 3})
+    assert log.flush()
+    second = log.current_file
+    assert second is not None and second != first
+    assert NAME_RE.match(second.name).group(1) == stamp(T0 + 61)  # type: ignore[union-attr]
+    # With no events, a file past its age is closed anyway; the next event opens one.
+    clock.advance(61)
+    wait_until(lambda: log.current_file is None)
+    log.emit("a", {"n": 4})
+    log.close()
+    files = sorted(tmp_path.glob("*.jsonl"))
+    assert [[json.loads(x)["n"] for x in f.read_text().splitlines()] for f in files] == [
+        [1, 2],
+        [3],
+        [4],
+    ]
+
+
+def test_full_queue_drops_and_counts_and_never_blocks(tmp_path: Path) -> None:
+    dropped: list[int] = []
+    written: list[str] = []
+    log = EventLog(
+        tmp_path,
+        instance="p",
+        queue_size=5,
+        autostart=False,  # a writer that does not keep up at all
+        on_dropped=dropped.append,
+        on_written=written.append,
+    )
+    started = time.perf_counter()
+    accepted = [log.emit("a", {"n": i}) for i in range(10_000)]
+    elapsed = time.perf_counter() - started
+    assert accepted == [True] * 5 + [False] * 9_995
+    assert log.dropped == sum(dropped) == 9_995
+    assert elapsed < 2.0  # 10,000 emits against a full queue: no waiting anywhere
+    log.close()
+    assert [line["n"] for line in read_lines(tmp_path)] == [0, 1, 2, 3, 4]
+    assert written == ["a"] * 5
+    # After close, events are dropped, and counted.
+    assert log.emit("a", {"n": 99}) is False
+    assert log.dropped == 9_996
+
+
+def test_unwritable_directory_counts_drops_and_the_writer_survives(tmp_path: Path) -> None:
+    target = tmp_path / "events"
+    dropped: list[int] = []
+    log = EventLog(target, instance="p", on_dropped=dropped.append)
+    target.rmdir()
+    target.write_text("not a directory")  # mkdir and open now fail
+    log.emit("a", {"n": 1})
+    assert log.flush()
+    assert log.dropped == 1
+    target.unlink()
+    log.emit("a", {"n": 2})  # the writer is still alive and writes again
+    log.close()
+    assert [line["n"] for line in read_lines(target)] == [2]
+    assert sum(dropped) == 1
+
+
+def test_an_event_that_is_not_json_is_dropped_and_counted(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, instance="p")
+    log.emit("a", {"bad": object()})
+    log.emit("a", {"n": 1})
+    log.close()
+    assert log.dropped >= 1
+    assert log.written.get("a", 0) + log.dropped == 2
+
+
+def test_close_is_idempotent_and_flushes(tmp_path: Path) -> None:
+    log = EventLog(tmp_path, instance="p")
+    for i in range(1000):
+        log.emit("a", {"n": i})
+    log.close()
+    log.close()
+    assert len(read_lines(tmp_path)) == 1000
+
+
+def test_invalid_settings_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        EventLog(tmp_path, queue_size=0, autostart=False)
+
+
+# -- what Observability writes -----------------------------------------------------------------
+
+
+def settings_for(tmp_path: Path, **events: Any) -> Settings:
+    return Settings(
+        cluster=ClusterSettings(bootstrap_servers=(("127.0.0.1", 9092),)),
+        events=EventSettings(dir=tmp_path, **events),
+        metrics=MetricsSettings(topic_labels=True),
+    )
+
+
+def obs(
+    partition: int, error: int, leader: int | None, epoch: int | None, hint: bool
+) -> LeaderObservation:
+    return LeaderObservation("orders", None, partition, error, leader, epoch, hint)
+
+
+def drive(o: Observability) -> None:
+    """One of everything, through the observer hooks the runtime calls."""
+    o.node_discovered(1, "10.0.0.5:9092", "broker-1.kafka:9092")
+    o.node_discovered(2, "10.0.0.6:9092", "broker-2.kafka:9092")
+    o.connection_opened("node-1")
+    o.leaders(3, "app", None, [obs(0, 0, 1, 5, False), obs(1, 0, 1, 5, False)], frozenset())
+    o.response(0, 11, "app", 0.004, 0.003)
+    # KIP-951: the new leader with its endpoint, and one without any leader.
+    o.leaders(0, "app", 1, [obs(0, 6, 2, 6, True), obs(1, 6, None, None, False)], frozenset({2}))
+    o.leaders(0, "app", 2, [obs(0, 0, None, None, False)], frozenset())
+    o.leaders(3, "app", None, [obs(1, 0, 2, 6, False)], frozenset())
+    o.leaders(0, "app", 2, [obs(1, 0, None, None, False)], frozenset())
+    o.connection_closed("node-1", "client_closed")
+
+
+def test_every_event_type_has_exactly_its_documented_fields(tmp_path: Path) -> None:
+    o = Observability(
+        settings_for(tmp_path, request_sample_rate=1.0),
+        instance="test-1",
+        runtime_collectors=False,
+    )
+    drive(o)
+    o.close()
+    lines = read_lines(tmp_path)
+    types = {line["type"] for line in lines}
+    assert types == set(EVENT_TYPES)
+    for line in lines:
+        assert list(line) == list(COMMON_FIELDS) + list(EVENT_FIELDS[line["type"]])
+        assert line["schema"] == 1 and line["proxy"] == "test-1" and TS_RE.match(line["ts"])
+    redirects = [x for x in lines if x["type"] == "redirect"]
+    got = [(r["partition"], r["from_node"], r["to_node"], r["with_endpoint"]) for r in redirects]
+    assert got == [(0, 1, 2, True), (1, 1, None, False)]
+    (change0, change1) = [x for x in lines if x["type"] == "leader_change"]
+    assert change0 | {"ts": None} == {
+        "schema": 1,
+        "type": "leader_change",
+        "ts": None,
+        "proxy": "test-1",
+        "topic": "orders",
+        "topic_id": None,
+        "partition": 0,
+        "old_leader": 1,
+        "new_leader": 2,
+        "old_epoch": 5,
+        "new_epoch": 6,
+        "source_api": "Produce",
+    }
+    assert change1["source_api"] == "Metadata"
+    recoveries = [x for x in lines if x["type"] == "recovery"]
+    assert [(r["partition"], r["client_id"], r["with_endpoint"]) for r in recoveries] == [
+        (0, "app", True),
+        (1, "app", False),
+    ]
+    assert all(r["ms"] >= 0 for r in recoveries)
+    (sample,) = [x for x in lines if x["type"] == "request_sample"]
+    assert sample | {"ts": None} == {
+        "schema": 1,
+        "type": "request_sample",
+        "ts": None,
+        "proxy": "test-1",
+        "api": "Produce",
+        "version": 11,
+        "client_id": "app",
+        "total_ms": 4.0,
+        "upstream_ms": 3.0,
+    }
+
+
+def test_event_counts_agree_with_the_metrics(tmp_path: Path) -> None:
+    o = Observability(settings_for(tmp_path, request_sample_rate=1.0), runtime_collectors=False)
+    for _ in range(3):
+        drive(o)
+    o.close()
+    counts = Counter(line["type"] for line in read_lines(tmp_path))
+    m = o.metrics
+    redirect_lines = [x for x in read_lines(tmp_path) if x["type"] == "redirect"]
+    assert m.value("kproxy_events_dropped_total") == 0
+    assert counts["leader_change"] == m.total("kproxy_leader_changes_total") == 2
+    assert sum(1 for r in redirect_lines if r["to_node"] is not None) == m.total(
+        "kproxy_redirects_total"
+    )
+    assert sum(1 for r in redirect_lines if r["to_node"] is None) == m.total(
+        "kproxy_redirects_without_leader_total"
+    )
+    assert counts["recovery"] == m.total("kproxy_recoveries_total") == 6
+    assert counts["node_discovered"] == m.value("kproxy_nodes_discovered_total") == 6
+    assert counts["connection"] == m.total("kproxy_connections_opened_total") + m.total(
+        "kproxy_connections_closed_total"
+    )
+    for event_type, n in counts.items():
+        assert m.value("kproxy_events_written_total", {"type": event_type}) == n
+    assert o.summary().startswith("2 leader changes, 3 redirects to a new leader (3 with")
+
+
+def test_dropped_events_are_counted_in_the_metric(tmp_path: Path) -> None:
+    o = Observability(
+        settings_for(tmp_path, queue_size=1, request_sample_rate=0.0), runtime_collectors=False
+    )
+    assert o.events is not None
+    o.events.close()  # nothing more can be written: every event is a drop
+    o.node_discovered(1, "a:1", "b:1")
+    o.connection_opened("bootstrap")
+    assert o.metrics.value("kproxy_events_dropped_total") == 2
+    assert o.metrics.value("kproxy_nodes_discovered_total") == 1
+
+
+def test_request_samples_follow_the_rate_and_disabled_events_write_nothing(
+    tmp_path: Path,
+) -> None:
+    draws = iter([0.5, 0.05, 0.2, 0.09])
+    o = Observability(
+        settings_for(tmp_path / "a", request_sample_rate=0.1),
+        sample=lambda: next(draws),
+        runtime_collectors=False,
+    )
+    for _ in range(4):
+        o.response(1, 16, "c", 0.5, 0.5)
+    o.close()
+    assert [x["type"] for x in read_lines(tmp_path / "a")] == ["request_sample"] * 2
+    off = Observability(settings_for(tmp_path / "b", enabled=False), runtime_collectors=False)
+    drive(off)
+    off.close()
+    assert off.events is None
+    assert not (tmp_path / "b").exists()
+    assert off.metrics.total("kproxy_leader_changes_total") == 2
+
+
+def test_docs_list_every_event_type_and_field() -> None:
+    doc = (REPO / "docs" / "events.md").read_text(encoding="utf-8")
+    for event_type, fields in EVENT_FIELDS.items():
+        section = doc.split(f"### `{event_type}`", 1)
+        assert len(section) == 2, f"docs/events.md has no section for {event_type}"
+        body = re.split(r"\n##+ ", section[1], maxsplit=1)[0]
+        documented = re.findall(r"^\| `([a-z_]+)` \|", body, re.M)
+        assert documented == list(fields), event_type
+    for field in COMMON_FIELDS:
+        assert f"| `{field}` |" in doc
