@@ -1,0 +1,71 @@
+"""`kproxy demo --duration 20` exits 0, and another client can use the address it prints."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.peers
+
+
+def test_demo_serves_another_client_and_exits_zero() -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kproxy", "demo", "--duration", "20", "--leader-interval", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        bootstrap = None
+        for line in proc.stdout:  # the demo prints its address before any traffic
+            lines.append(line)
+            found = re.search(r"bootstrap address (\S+)", line)
+            if found:
+                bootstrap = found.group(1)
+                break
+        assert bootstrap, "".join(lines)
+        rest: list[str] = []
+        drain = threading.Thread(target=lambda: rest.extend(proc.stdout or []), daemon=True)
+        drain.start()
+
+        marker = uuid.uuid4().hex.encode()
+        # kafka-python pinned to 2.3: the mock cluster serves ApiVersions up to v2 (LAB.md).
+        producer = KafkaProducer(bootstrap_servers=bootstrap, api_version=(2, 3), acks="all")
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, api_version=(2, 3), enable_auto_commit=False
+        )
+        partitions = [TopicPartition("kproxy-demo", p) for p in range(6)]
+        consumer.assign(partitions)
+        consumer.seek_to_end()
+        for p in range(6):
+            consumer.position(TopicPartition("kproxy-demo", p))
+        for i in range(60):
+            producer.send("kproxy-demo", value=marker + b"-%d" % i).get(30)
+        producer.close()
+        got: set[bytes] = set()
+        for _ in range(60):
+            for records in consumer.poll(1000, max_records=100_000).values():
+                got.update(r.value for r in records if r.value.startswith(marker))
+            if len(got) == 60:
+                break
+        consumer.close()
+        assert len(got) == 60
+
+        assert proc.wait(90) == 0, "".join(lines + rest)
+        drain.join(10)
+        output = "".join(lines + rest)
+        assert "kproxy demo: done" in output
+        assert re.search(r"kproxy saw \d+ leader changes", output)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
