@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, cast
 
 from kproxy.protocol.api_versions import clamp_api_versions
 from kproxy.protocol.apis import API_VERSIONS, PRODUCE, SASL_HANDSHAKE, api_name
+from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import MalformedMessage, ProtocolError, UnsupportedVersion
 from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.headers import parse_request_header, parse_response_header
@@ -70,7 +71,7 @@ class ClientConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
         self.reader = FrameReader(ctx.max_frame_bytes)
-        self.inflight: dict[int, InFlight] = {}
+        self.inflight: CorrelationTable[InFlight] = CorrelationTable()
         self.closed = False
         self.close_cause = ""
         self.peer = "?"
@@ -189,16 +190,15 @@ class ClientConnection(asyncio.Protocol):
                 )
             versions = ctx.header_versions(key, hdr.api_version)
             ctx.observer.frame(key, "request", len(frame))
-            # Produce with acks=0 gets no response: keep it out of the table.
-            if not (key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0):
-                if hdr.correlation_id in self.inflight:
-                    raise MalformedMessage(
-                        f"correlation id {hdr.correlation_id} reused while in flight",
-                        reason="duplicate_correlation_id",
-                    )
-                self.inflight[hdr.correlation_id] = InFlight(
-                    key, hdr.api_version, versions[1], hdr.client_id, now
-                )
+            # Produce with acks=0 expects no response: it must not hold an in-flight slot.
+            expects_response = not (
+                key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0
+            )
+            self.inflight.add(
+                hdr.correlation_id,
+                InFlight(key, hdr.api_version, versions[1], hdr.client_id, now),
+                expects_response,
+            )
             if key in WALKED_REQUESTS and can_walk(key, hdr.api_version, True):
                 result = walk(frame, hdr.body_offset, key, hdr.api_version, True)
                 if result.endpoints:
@@ -222,7 +222,7 @@ class ClientConnection(asyncio.Protocol):
             if len(frame) < 4:
                 raise MalformedMessage("response shorter than a correlation id")
             corr = INT32.unpack_from(frame, 0)[0]
-            req = self.inflight.pop(corr, None)
+            req = self.inflight.pop(corr)
             if req is None:
                 raise MalformedMessage(
                     f"response with correlation id {corr} that no request is waiting for",

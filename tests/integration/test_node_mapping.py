@@ -159,3 +159,35 @@ def test_stalled_reader_is_held_by_backpressure(tmp_path: Path) -> None:
             with socket.create_connection(("127.0.0.1", kp.bootstrap_port), timeout=10) as ok:
                 ok.sendall(metadata_v1(1))
                 assert len(ok.recv(4)) == 4
+
+
+def test_acks_zero_produce_leaves_no_correlation_entry(tmp_path: Path) -> None:
+    """Produce with acks=0 has no response: were it kept in the correlation table, a
+    connection would stop at `max_in_flight_requests` and the data would never arrive."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    n = 3000
+    with (
+        MockCluster(brokers=1) as mc,
+        KproxyProcess(
+            tmp_path, mc.bootstraps.split(","), limits={"max_in_flight_requests": 10}
+        ) as kp,
+    ):
+        mc.create_topic("fire-and-forget", 1, 1)
+        producer = Producer(
+            {"bootstrap.servers": kp.bootstrap, "acks": 0, "linger.ms": 0, "batch.num.messages": 1}
+        )
+        for i in range(n):
+            producer.produce("fire-and-forget", b"%d" % i)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": kp.bootstrap, "group.id": "a0"})
+        consumer.assign([TopicPartition("fire-and-forget", 0, 0)])
+        got = 0
+        idle = 0
+        while got < n and idle < 20:
+            batch = consumer.consume(1000, 0.5)
+            idle = idle + 1 if not batch else 0
+            got += sum(1 for m in batch if m.error() is None)
+        consumer.close()
+        assert got == n

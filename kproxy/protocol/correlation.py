@@ -1,0 +1,81 @@
+"""Which request each response on a connection answers.
+
+Kafka answers the requests of one connection in order, each response carrying its
+request's correlation id. Produce with acks=0 normally gets no response at all, yet
+some brokers (librdkafka's mock cluster among them) do answer it. So acks=0 requests
+are kept aside, outside the in-flight count, in a bounded table: answered if an answer
+comes, and forgotten as soon as any later request is answered, since by then no
+answer for them can come any more. When the table overflowed (a broker that answers
+acks=0 requests far behind), a response nobody waits for is taken as the answer to a
+forgotten acks=0 request, read as the latest one was sent; it is still walked and
+rewritten like any other response, so nothing leaks.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Generic, TypeVar
+
+from kproxy.protocol.errors import MalformedMessage
+
+T = TypeVar("T")
+
+
+class CorrelationTable(Generic[T]):
+    __slots__ = (
+        "_expected",
+        "_latest_unanswered",
+        "_max_unanswered",
+        "_overflowed",
+        "_seq",
+        "_unanswered",
+    )
+
+    def __init__(self, max_unanswered: int = 1024) -> None:
+        self._expected: dict[int, tuple[int, T]] = {}
+        self._unanswered: OrderedDict[int, tuple[int, T]] = OrderedDict()
+        self._max_unanswered = max_unanswered
+        self._seq = 0
+        self._overflowed = False
+        self._latest_unanswered: T | None = None
+
+    def add(self, correlation_id: int, entry: T, expects_response: bool = True) -> None:
+        if correlation_id in self._expected:
+            raise MalformedMessage(
+                f"correlation id {correlation_id} reused while in flight",
+                reason="duplicate_correlation_id",
+            )
+        self._seq += 1
+        if expects_response:
+            self._expected[correlation_id] = (self._seq, entry)
+            return
+        self._unanswered.pop(correlation_id, None)
+        self._unanswered[correlation_id] = (self._seq, entry)
+        self._latest_unanswered = entry
+        if len(self._unanswered) > self._max_unanswered:
+            self._unanswered.popitem(last=False)
+            self._overflowed = True
+
+    def pop(self, correlation_id: int) -> T | None:
+        """The request a response answers, or None if no request is waiting for it."""
+        item = self._expected.pop(correlation_id, None)
+        if item is None:
+            item = self._unanswered.pop(correlation_id, None)
+            if item is None:
+                return self._latest_unanswered if self._overflowed else None
+        seq = item[0]
+        unanswered = self._unanswered
+        while unanswered:
+            first = next(iter(unanswered.values()))
+            if first[0] > seq:
+                break
+            unanswered.popitem(last=False)
+        return item[1]
+
+    def __len__(self) -> int:
+        """Requests waiting for a response (acks=0 requests are not counted)."""
+        return len(self._expected)
+
+    @property
+    def unanswered(self) -> int:
+        return len(self._unanswered)

@@ -1,0 +1,59 @@
+import pytest
+
+from kproxy.protocol.correlation import CorrelationTable
+from kproxy.protocol.errors import ProtocolError
+
+
+def test_expected_responses_are_matched_and_counted() -> None:
+    t: CorrelationTable[str] = CorrelationTable()
+    t.add(1, "a")
+    t.add(2, "b")
+    assert len(t) == 2
+    assert t.pop(1) == "a"
+    assert t.pop(1) is None
+    assert len(t) == 1
+
+
+def test_duplicate_correlation_id_in_flight_is_a_protocol_error() -> None:
+    t: CorrelationTable[str] = CorrelationTable()
+    t.add(7, "a")
+    with pytest.raises(ProtocolError) as err:
+        t.add(7, "b")
+    assert err.value.reason == "duplicate_correlation_id"
+
+
+def test_acks_zero_is_not_in_flight_but_may_be_answered() -> None:
+    t: CorrelationTable[str] = CorrelationTable()
+    t.add(1, "produce acks=0", expects_response=False)
+    assert len(t) == 0 and t.unanswered == 1
+    assert t.pop(1) == "produce acks=0"
+    assert t.unanswered == 0
+
+
+def test_unanswered_requests_are_forgotten_once_a_later_one_is_answered() -> None:
+    t: CorrelationTable[str] = CorrelationTable()
+    t.add(1, "p1", expects_response=False)
+    t.add(2, "p2", expects_response=False)
+    t.add(3, "metadata")
+    t.add(4, "p4", expects_response=False)
+    assert t.pop(3) == "metadata"
+    # Responses come in order: 1 and 2 can no longer be answered; 4 still can.
+    assert t.unanswered == 1
+    assert t.pop(1) is None
+    assert t.pop(4) == "p4"
+
+
+def test_unanswered_requests_are_bounded() -> None:
+    t: CorrelationTable[int] = CorrelationTable(max_unanswered=10)
+    for i in range(1000):
+        t.add(i, i, expects_response=False)
+    assert t.unanswered == 10
+    assert t.pop(999) == 999
+    # An answer to a request the table had to forget is read like the latest acks=0 one.
+    assert t.pop(5) == 999
+
+
+def test_unknown_response_without_overflow_is_none() -> None:
+    t: CorrelationTable[int] = CorrelationTable(max_unanswered=10)
+    t.add(1, 1, expects_response=False)
+    assert t.pop(12345) is None
