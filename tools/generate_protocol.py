@@ -77,6 +77,7 @@ PORT_FIELDS = ("Port", "V0Port")
 ENDPOINT_ID_FIELDS = ("NodeId", "BrokerId", "LeaderId", "Id")
 PARENT_ID_FIELDS = ("NodeId", "BrokerId", "Id", "VoterId", "ControllerId")
 LISTENER_FIELDS = ("Name", "Listener")
+OTHER_NODE_ENDPOINTS = ("LeaderEndpoints",)  # endpoints of a node other than the parent's id
 PARTITION_FIELDS = ("PartitionIndex", "Index", "Partition")
 LEADER_FIELDS = ("LeaderId", "Leader")
 TOPIC_NAME_FIELDS = ("Name", "Topic", "TopicName")
@@ -378,7 +379,10 @@ def assign_roles(
                 continue
             if visit(sub, sub_path, in_partition or partition):
                 has_partition_child = True
-            if out[id(sub)].kind & K_ENDPOINT:
+            # Begin/EndQuorumEpochRequest.LeaderEndpoints are the *leader's* listeners
+            # (the leader is named per partition); the enclosing VoterId is the voter
+            # receiving the request, so it must not become their node id.
+            if out[id(sub)].kind & K_ENDPOINT and f.name not in OTHER_NODE_ENDPOINTS:
                 has_endpoint_child = True
             if out[id(sub)].kind & K_PARTITION:
                 has_partition_child = True

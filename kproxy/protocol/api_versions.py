@@ -12,6 +12,7 @@ UNSUPPORTED_VERSION (35) with a v0-format body, and the client retries lower.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -22,6 +23,8 @@ from kproxy.protocol.primitives import INT16, encode_count, read_int16, read_int
 from kproxy.protocol.splice import Edit, splice
 
 UNSUPPORTED_VERSION = 35
+# What reading past the end of a short frame raises (struct.error is not a ValueError).
+_DECODE_ERRORS = (struct.error, IndexError, ValueError)
 
 # Messages whose bodies kproxy must walk: a version without a walk plan is never offered.
 _WALKED_RESPONSES = (0, 1, 2, 3, 10, 23, 52, 53, 54, 55, 56, 59, 60, 75, 78, 79, 82)
@@ -62,10 +65,10 @@ def clamp_api_versions(
         if error_code == UNSUPPORTED_VERSION and version > 0:
             try:
                 return _clamp(frame, body_offset, 0, supported)
-            except MalformedMessage:
+            except (MalformedMessage, *_DECODE_ERRORS):
                 pass  # not a v0 body after all: parse it as the request's version
         return _clamp(frame, body_offset, version, supported)
-    except (IndexError, ValueError) as exc:  # struct.error is a ValueError
+    except _DECODE_ERRORS as exc:
         raise MalformedMessage(f"malformed ApiVersions response: {exc}") from exc
 
 

@@ -28,7 +28,7 @@ def produce_acks(frame: memoryview, body_offset: int, version: int) -> int:
         if pos + 2 > len(frame):
             raise MalformedMessage("produce request truncated before acks")
         return int(read_int16(frame, pos)[0])
-    except (IndexError, ValueError) as exc:
+    except (struct.error, IndexError, ValueError) as exc:  # struct.error: frame too short
         raise MalformedMessage(f"malformed produce request: {exc}") from exc
 
 

@@ -1,0 +1,202 @@
+"""FrameReader and the request/response header parsers, on hand-written bytes.
+
+The golden tests replay whole messages; these pin the framing and header rules
+themselves (PROTOCOL.md §3.2): any split of a stream gives the same frames, sizes are
+refused before a body is buffered, other protocols are named, and every header version
+parses, including keys and versions kproxy does not know.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kproxy.protocol.errors import (
+    FrameTooLarge,
+    MalformedMessage,
+    NegativeFrameSize,
+    NotKafka,
+    ProtocolError,
+)
+from kproxy.protocol.frames import FrameReader
+from kproxy.protocol.headers import (
+    parse_request_header,
+    parse_response_header,
+    response_correlation_id,
+)
+
+
+def framed(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+def request_v1(api_key: int, version: int, corr: int, client_id: bytes | None) -> bytes:
+    cid = b"\xff\xff" if client_id is None else struct.pack(">h", len(client_id)) + client_id
+    return struct.pack(">hhi", api_key, version, corr) + cid
+
+
+BODIES = [b"\x00" * 8, b"abcdefghijklmnop", b"", b"\x01" * 300, b"z"]
+STREAM = b"".join(framed(b) for b in BODIES)
+
+
+def feed_all(reader: FrameReader, chunks: list[bytes]) -> list[bytes]:
+    out: list[bytes] = []
+    for chunk in chunks:
+        out.extend(bytes(f) for f in reader.feed(chunk))
+    return out
+
+
+# ---------------------------------------------------------------------------- framing
+
+
+def test_whole_stream_in_one_chunk() -> None:
+    assert feed_all(FrameReader(1000), [STREAM]) == BODIES
+
+
+def test_one_byte_at_a_time() -> None:
+    reader = FrameReader(1000)
+    assert feed_all(reader, [STREAM[i : i + 1] for i in range(len(STREAM))]) == BODIES
+    assert reader.buffered == 0
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=12))
+def test_any_split_gives_the_same_frames(cuts: list[int]) -> None:
+    points = [0, *sorted(cuts), len(STREAM)]
+    chunks = [STREAM[a:b] for a, b in itertools.pairwise(points)]
+    assert feed_all(FrameReader(1000), chunks) == BODIES
+
+
+def test_frames_inside_one_chunk_are_views_of_it() -> None:
+    chunk = bytearray(STREAM)
+    frames = FrameReader(1000).feed(chunk)
+    assert all(f.obj is chunk for f in frames)  # no copy of a frame that arrived whole
+
+
+def test_incomplete_frame_is_held_until_complete() -> None:
+    reader = FrameReader(1000)
+    assert reader.feed(framed(b"hello")[:6]) == []
+    assert reader.buffered == 6
+    assert [bytes(f) for f in reader.feed(b"llo")] == [b"hello"]
+    assert reader.buffered == 0
+
+
+def test_frame_at_the_limit_is_accepted() -> None:
+    assert feed_all(FrameReader(5), [framed(b"12345")]) == [b"12345"]
+
+
+@pytest.mark.parametrize("split", [1, 2, 3, 4])
+def test_oversized_frame_is_refused_from_its_size_alone(split: int) -> None:
+    reader = FrameReader(5)
+    prefix = struct.pack(">i", 6)
+    reader.feed(framed(b"ok"))  # not the first frame: no other-protocol guess
+    if split < 4:
+        assert reader.feed(prefix[:split]) == []
+    with pytest.raises(FrameTooLarge):
+        reader.feed(prefix[split:] if split < 4 else prefix)
+    assert reader.buffered <= 4  # nothing of the body was buffered
+
+
+def test_negative_frame_size() -> None:
+    with pytest.raises(NegativeFrameSize):
+        FrameReader(1000).feed(struct.pack(">i", -1) + b"xxxx")
+
+
+def test_tls_client_hello_on_a_plain_port() -> None:
+    hello = bytes.fromhex("160301020001000200") + b"\x00" * 40
+    with pytest.raises(NotKafka) as exc:
+        FrameReader(1 << 20).feed(hello)
+    assert exc.value.reason == "tls_on_plain_port"
+
+
+@pytest.mark.parametrize("line", [b"GET / HTTP/1.1\r\n", b"POST /x HTTP/1.1\r\n"])
+def test_http_on_a_kafka_port(line: bytes) -> None:
+    with pytest.raises(NotKafka) as exc:
+        FrameReader(1 << 20).feed(line)
+    assert exc.value.reason == "http_on_kafka_port"
+
+
+def test_errors_are_protocol_errors_with_bounded_reasons() -> None:
+    reasons = set()
+    for data in (struct.pack(">i", -5), struct.pack(">i", 1 << 30), b"\x16\x03\x01\x7f\xff"):
+        with pytest.raises(ProtocolError) as exc:
+            FrameReader(1 << 20).feed(data)
+        reasons.add(exc.value.reason)
+    assert reasons == {"negative_frame_size", "frame_too_large", "tls_on_plain_port"}
+
+
+# ---------------------------------------------------------------------- request header
+
+
+def test_request_header_v1() -> None:
+    frame = memoryview(request_v1(3, 8, 77, b"app") + b"BODY")
+    h = parse_request_header(frame)
+    assert (h.api_key, h.api_version, h.correlation_id, h.client_id) == (3, 8, 77, "app")
+    assert (h.header_version, h.known) == (1, True)
+    assert bytes(frame[h.body_offset :]) == b"BODY"
+
+
+def test_request_header_v1_null_client_id() -> None:
+    h = parse_request_header(memoryview(request_v1(0, 3, 5, None) + b"B"))
+    assert h.client_id is None and h.body_offset == 10
+
+
+def test_request_header_v2_skips_tagged_fields() -> None:
+    # Metadata v12 uses header v2: client id (classic string) then tagged fields.
+    tagged = b"\x02" + b"\x00\x03abc" + b"\x05\x01z"  # two tagged fields
+    frame = memoryview(request_v1(3, 12, 9, b"c") + tagged + b"BODY")
+    h = parse_request_header(frame)
+    assert h.header_version == 2 and h.client_id == "c"
+    assert bytes(frame[h.body_offset :]) == b"BODY"
+
+
+def test_request_header_v0() -> None:
+    # ControlledShutdown v0 is the one request with header v0: no client id.
+    frame = memoryview(struct.pack(">hhi", 7, 0, 1) + b"BODY")
+    h = parse_request_header(frame)
+    assert (h.header_version, h.client_id, h.body_offset) == (0, None, 8)
+
+
+@pytest.mark.parametrize(("api_key", "version"), [(999, 0), (3, 99), (-1, 0)])
+def test_unknown_key_or_version_still_parses(api_key: int, version: int) -> None:
+    h = parse_request_header(memoryview(request_v1(api_key, version, 42, b"x") + b"??"))
+    assert (h.known, h.correlation_id, h.client_id, h.body_offset) == (False, 42, "x", -1)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"\x00\x03\x00",  # shorter than key, version and correlation id
+        struct.pack(">hhi", 3, 8, 1),  # no client id length
+        struct.pack(">hhih", 3, 8, 1, 10) + b"abc",  # client id past the end
+        struct.pack(">hhih", 3, 8, 1, -2),  # bad client id length
+        struct.pack(">hhih", 3, 8, 1, 2) + b"\xff\xfe",  # not UTF-8
+        request_v1(3, 12, 1, b"c") + b"\x01\x00\x7f",  # tagged field past the end
+    ],
+)
+def test_malformed_request_headers(frame: bytes) -> None:
+    with pytest.raises(MalformedMessage):
+        parse_request_header(memoryview(frame))
+
+
+# --------------------------------------------------------------------- response header
+
+
+def test_response_header_v0_and_v1() -> None:
+    frame = memoryview(struct.pack(">i", 7) + b"BODY")
+    assert parse_response_header(frame, 0) == (7, 4)
+    flexible = memoryview(struct.pack(">i", 8) + b"\x01\x00\x02hi" + b"BODY")
+    corr, offset = parse_response_header(flexible, 1)
+    assert corr == 8 and bytes(flexible[offset:]) == b"BODY"
+    assert response_correlation_id(flexible) == 8
+
+
+@pytest.mark.parametrize("frame", [b"", b"\x00\x00\x01"])
+def test_response_without_correlation_id(frame: bytes) -> None:
+    with pytest.raises(MalformedMessage):
+        parse_response_header(memoryview(frame), 0)
+    with pytest.raises(MalformedMessage):
+        response_correlation_id(memoryview(frame))
