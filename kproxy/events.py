@@ -190,9 +190,7 @@ class EventLog:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name="kproxy-events", daemon=True
-            )
+            self._thread = threading.Thread(target=self._run, name="kproxy-events", daemon=True)
             self._thread.start()
 
     def close(self, timeout: float | None = 10.0) -> None:

@@ -176,9 +176,7 @@ def test_metrics_events_and_topology_agree_with_the_churn(
         assert first_move_to[to_node] is not None, f"redirect to {to_node}, never a leader"
     for e in redirect_events:
         ts = parse_ts(e["ts"])
-        moved_there = [
-            t for ld, _, t in moves.by_partition[e["partition"]] if ld == e["to_node"]
-        ]
+        moved_there = [t for ld, _, t in moves.by_partition[e["partition"]] if ld == e["to_node"]]
         assert moved_there and min(moved_there) <= ts, e
         assert ts >= churn_started
 

@@ -189,9 +189,7 @@ def test_kcat(kproxy: KproxyProcess, tmp_path: Path) -> None:
     create_topic(kproxy.bootstrap, topic)
     cmd, env = kcat_cmd()
     # kcat's line format: hex keeps every byte value printable and delimiter-free.
-    lines = b"".join(
-        message(i)[0] + b"\t" + message(i)[1].hex().encode() + b"\n" for i in range(N)
-    )
+    lines = b"".join(message(i)[0] + b"\t" + message(i)[1].hex().encode() + b"\n" for i in range(N))
     produce = subprocess.run(
         [*cmd, "-b", kproxy.bootstrap, "-P", "-t", topic, "-K", "\t", "-X", "linger.ms=10"],
         input=lines,
@@ -201,8 +199,20 @@ def test_kcat(kproxy: KproxyProcess, tmp_path: Path) -> None:
     )
     assert produce.returncode == 0, produce.stderr.decode()
     consume = subprocess.run(
-        [*cmd, "-b", kproxy.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
-         "-f", "%k\t%s\n"],
+        [
+            *cmd,
+            "-b",
+            kproxy.bootstrap,
+            "-C",
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-f",
+            "%k\t%s\n",
+        ],
         env=env,
         capture_output=True,
         timeout=300,

@@ -97,7 +97,7 @@ def exprs(dashboard: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 def test_parser_finds_metric_names_and_nothing_else() -> None:
     expr = (
-        'histogram_quantile(0.99, sum by (api, le) (rate(kproxy_request_duration_seconds_bucket'
+        "histogram_quantile(0.99, sum by (api, le) (rate(kproxy_request_duration_seconds_bucket"
         '{instance=~"$instance", api!="Fetch"}[$__rate_interval]))) / on (api) group_left '
         "sum without (le) (kproxy_frames_total offset 5m) > bool 0 or vector(0)"
     )

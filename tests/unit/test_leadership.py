@@ -64,9 +64,7 @@ def result(
     return LeaderObservation(topic, topic_id, partition, error, None, None, False)
 
 
-def epoch_only(
-    partition: int, epoch: int, error: int = 0, topic: str = "t"
-) -> LeaderObservation:
+def epoch_only(partition: int, epoch: int, error: int = 0, topic: str = "t") -> LeaderObservation:
     """ListOffsets / OffsetForLeaderEpoch: the epoch of an offset, no leader id."""
     return LeaderObservation(topic, None, partition, error, None, epoch, False)
 

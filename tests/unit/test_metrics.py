@@ -108,8 +108,7 @@ def test_labels_carry_api_names_and_node_ids() -> None:
     assert m.value("kproxy_bytes_total", {"api": "Fetch", "direction": "response"}) == 1 << 20
     assert m.value("kproxy_leader_changes_total", {"source_api": "Produce"}) == 1
     assert (
-        m.value("kproxy_redirects_total", {"api": "Produce", "from_node": "1", "to_node": "2"})
-        == 1
+        m.value("kproxy_redirects_total", {"api": "Produce", "from_node": "1", "to_node": "2"}) == 1
     )
     assert (
         m.value(

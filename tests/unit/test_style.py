@@ -1,0 +1,54 @@
+"""The tree stays ruff- and mypy-clean, and the protocol core stays sans-IO."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PROTOCOL = REPO / "kproxy" / "protocol"
+# The protocol core takes bytes and returns values and bytes: no event loop, no HTTP,
+# no metrics registry, so every rule can be tested and fuzzed without a socket.
+FORBIDDEN_IN_CORE = ("asyncio", "uvloop", "aiohttp", "prometheus_client", "socket", "logging")
+
+
+def run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("ruff", "check", "."), ("ruff", "format", "--check", ".")],
+    ids=["ruff-check", "ruff-format"],
+)
+def test_ruff(argv: tuple[str, ...]) -> None:
+    if shutil.which(argv[0]) is None:
+        pytest.skip("ruff is not installed (it comes with kproxy[test])")
+    proc = run(*argv)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy() -> None:
+    proc = run(sys.executable, "-m", "mypy")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_protocol_core_is_sans_io() -> None:
+    offenders = []
+    for path in PROTOCOL.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] in FORBIDDEN_IN_CORE:
+                    offenders.append(f"{path.relative_to(REPO)}: {name}")
+    assert offenders == []
