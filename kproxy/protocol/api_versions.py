@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-from kproxy.protocol.apis import APIS, is_flexible
+from kproxy.protocol.apis import APIS, WALKED_REQUESTS, WALKED_RESPONSES, is_flexible
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.plan import walked_versions
 from kproxy.protocol.primitives import INT16, encode_count, read_int16, read_int32, read_uvarint
@@ -26,18 +26,15 @@ UNSUPPORTED_VERSION = 35
 # What reading past the end of a short frame raises (struct.error is not a ValueError).
 _DECODE_ERRORS = (struct.error, IndexError, ValueError)
 
-# Messages whose bodies kproxy must walk: a version without a walk plan is never offered.
-_WALKED_RESPONSES = (0, 1, 2, 3, 10, 23, 52, 53, 54, 55, 56, 59, 60, 75, 78, 79, 82)
-_WALKED_REQUESTS = (4, 6, 53, 54, 62, 70, 80, 82)
-
 
 def _supported_ranges() -> dict[int, tuple[int, int]]:
+    """Messages kproxy must walk: a version without a walk plan is never offered."""
     out = {k: (info.min_version, info.max_version) for k, info in APIS.items()}
-    for k in set(_WALKED_RESPONSES) | set(_WALKED_REQUESTS):
+    for k in WALKED_RESPONSES | WALKED_REQUESTS:
         vs = set(APIS[k].versions)
-        if k in _WALKED_RESPONSES:
+        if k in WALKED_RESPONSES:
             vs &= set(walked_versions(k, False))
-        if k in _WALKED_REQUESTS:
+        if k in WALKED_REQUESTS:
             vs &= set(walked_versions(k, True))
         out[k] = (min(vs), max(vs))
     return out

@@ -33,6 +33,15 @@ SASL_HANDSHAKE = 17
 API_VERSIONS = 18
 SASL_AUTHENTICATE = 36
 
+# Messages whose bodies kproxy walks (they carry broker endpoints or leadership).
+WALKED_RESPONSES = frozenset((0, 1, 2, 3, 10, 23, 52, 53, 54, 55, 56, 59, 60, 75, 78, 79, 82))
+WALKED_REQUESTS = frozenset((4, 6, 53, 54, 62, 70, 80, 82))
+# Responses whose endpoints are brokers' client listeners: where a node is dialled.
+# The KRaft quorum messages (KIP-853: Vote, Begin/EndQuorumEpoch, DescribeQuorum,
+# FetchSnapshot, UpdateRaftVoter) name controller listeners instead, so they are
+# rewritten like any endpoint but never change where kproxy dials a node it knows.
+CLIENT_LISTENER_RESPONSES = frozenset((0, 1, 3, 10, 60, 78, 79))
+
 
 def api_name(key: int) -> str:
     info = APIS.get(key)

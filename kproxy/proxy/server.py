@@ -75,8 +75,22 @@ class ProxyContext:
         port: int | None = self.settings.listeners.port_for_node(node_id)
         return port
 
-    def map_response_endpoint(self, ep: Endpoint) -> tuple[str, int] | None:
-        """The kproxy address a client must see for a broker endpoint, or None."""
+    def map_client_endpoint(self, ep: Endpoint) -> tuple[str, int] | None:
+        """The kproxy address a client must see for a broker's client listener, or None.
+
+        Such an endpoint also says where the node is dialled from now on.
+        """
+        return self._map_response_endpoint(ep, dial_here=True)
+
+    def map_quorum_endpoint(self, ep: Endpoint) -> tuple[str, int] | None:
+        """The kproxy address for a KRaft controller endpoint (KIP-853), or None.
+
+        It names a controller listener, not where clients reach the node: it is dialled
+        only for a node nothing else has told kproxy about.
+        """
+        return self._map_response_endpoint(ep, dial_here=False)
+
+    def _map_response_endpoint(self, ep: Endpoint, dial_here: bool) -> tuple[str, int] | None:
         node_id = ep.node_id
         if node_id is None:
             return None
@@ -91,9 +105,7 @@ class ProxyContext:
                     self.settings.listeners.max_node_id,
                 )
             return None
-        # Client-facing endpoints (int32 ports) are where brokers are dialled; a KRaft
-        # endpoint (uint16 port) only names a node nothing else has told us about.
-        learn = ep.port_width == 4 or node_id not in self.book.advertised
+        learn = dial_here or node_id not in self.book.advertised
         if learn and self.book.learn(node_id, ep.host, ep.port):
             adv = join_host_port(ep.host, ep.port)
             dial = join_host_port(*self.book.dial_address(ep.host, ep.port))
@@ -204,7 +216,7 @@ class ProxyContext:
                     self.observer.upstream_connect_failed(f"{host}:{port}", "metadata")
                     continue
                 for ep in brokers:
-                    self.map_response_endpoint(ep)
+                    self.map_client_endpoint(ep)
                 self.mark_cluster_reached()
                 return True
         return False
