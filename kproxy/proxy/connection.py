@@ -19,7 +19,15 @@ import time
 from typing import TYPE_CHECKING, cast
 
 from kproxy.protocol.api_versions import clamp_api_versions
-from kproxy.protocol.apis import API_VERSIONS, PRODUCE, SASL_HANDSHAKE, api_name
+from kproxy.protocol.apis import (
+    API_VERSIONS,
+    CLIENT_LISTENER_RESPONSES,
+    PRODUCE,
+    SASL_HANDSHAKE,
+    WALKED_REQUESTS,
+    WALKED_RESPONSES,
+    api_name,
+)
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import MalformedMessage, ProtocolError, UnsupportedVersion
 from kproxy.protocol.frames import FrameReader
@@ -35,11 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kproxy.connection")
 _pack_size = INT32.pack
 _now = time.perf_counter
-
-# Responses that may carry endpoints or leadership (PROTOCOL.md §1-2).
-WALKED_RESPONSES = frozenset((0, 1, 2, 3, 10, 23, 52, 53, 54, 55, 56, 59, 60, 75, 78, 79, 82))
-# Requests that carry the sender's own listeners (KRaft, registration, ZK-era).
-WALKED_REQUESTS = frozenset((4, 6, 53, 54, 62, 70, 80, 82))
 
 
 class InFlight:
@@ -233,7 +236,12 @@ class ClientConnection(asyncio.Protocol):
                 _, body = parse_response_header(frame, req.header_version)
                 walked = walk(frame, body, key, req.version, False)
                 if walked.endpoints:
-                    rw = rewrite(frame, walked.endpoints, ctx.map_response_endpoint)
+                    mapping = (
+                        ctx.map_client_endpoint
+                        if key in CLIENT_LISTENER_RESPONSES
+                        else ctx.map_quorum_endpoint
+                    )
+                    rw = rewrite(frame, walked.endpoints, mapping)
                     out.extend(rw.chunks)
                     seen.append((req, walked, len(rw.rewritten), len(rw.removed), rw.size))
                     continue

@@ -42,13 +42,15 @@ class Moves:
         }
         self.lock = threading.Lock()
 
-    def record(self, partition: int, leader: int) -> None:
+    def record(self, partition: int, leader: int, before: float) -> None:
+        """`before`: the time just before the move was made (it happens after that)."""
         with self.lock:
             moves = self.by_partition[partition]
-            moves.append((leader, len(moves) + 1, time.time()))
+            moves.append((leader, len(moves) + 1, before))
 
-    def final_leaders(self) -> dict[int, int]:
-        return {p: m[-1][0] for p, m in self.by_partition.items() if m}
+    def final_states(self) -> dict[int, tuple[int, int]]:
+        """Partition -> (leader, epoch) after the last move (each move bumps the epoch)."""
+        return {p: (m[-1][0], m[-1][1]) for p, m in self.by_partition.items() if m}
 
     def total(self) -> int:
         return sum(len(m) for m in self.by_partition.values())
@@ -114,16 +116,20 @@ def test_metrics_events_and_topology_agree_with_the_churn(
     for _ in range(25):  # 25 rounds, 200 ms apart
         for p in range(PARTITIONS):
             leader = rng.choice(BROKERS)
+            before = time.time()
             mc.set_leader(TOPIC, p, leader)
-            moves.record(p, leader)
+            moves.record(p, leader, before)
         time.sleep(0.2)  # the churn's own pace, not a wait for readiness
-    final = moves.final_leaders()
+    final = moves.final_states()
 
-    # ...and after the last move: /topology converges on the mock cluster's final leaders.
+    # ...and after the last move: /topology converges on the mock cluster's final leaders
+    # and epochs (a last move may keep the leader and only bump the epoch).
     def topology_final() -> bool:
         parts = kp.topology()["partitions"]
-        leaders = {r["partition"]: r["leader"] for r in parts if r["topic"] == TOPIC}
-        return leaders == final
+        states = {
+            r["partition"]: (r["leader"], r["leader_epoch"]) for r in parts if r["topic"] == TOPIC
+        }
+        return states == final
 
     wait_until(topology_final, 60, what="/topology to show the final leaders", interval=0.2)
     stop_traffic.set()
