@@ -690,9 +690,10 @@ class ScriptedBroker:
             self.nodes.values(),
         )
 
-    def share_fetch(self, version: int, request: Any) -> Any:
+    def _share_response(self, api_key: int, version: int, request: Any) -> Any:
+        """ShareFetch and ShareAcknowledge answers have the same shape (KIP-932)."""
         return build(
-            self._response_class(78, version),
+            self._response_class(api_key, version),
             throttle_time=datetime.timedelta(0),
             error_code=ErrorCode.none,
             error_message=None,
@@ -701,13 +702,8 @@ class ScriptedBroker:
             node_endpoints=self._share_endpoints(),
         )
 
+    def share_fetch(self, version: int, request: Any) -> Any:
+        return self._share_response(78, version, request)
+
     def share_acknowledge(self, version: int, request: Any) -> Any:
-        return build(
-            self._response_class(79, version),
-            throttle_time=datetime.timedelta(0),
-            error_code=ErrorCode.none,
-            error_message=None,
-            acquisition_lock_timeout=datetime.timedelta(seconds=30),
-            responses=self._share_topics(request),
-            node_endpoints=self._share_endpoints(),
-        )
+        return self._share_response(79, version, request)
