@@ -57,6 +57,38 @@ def test_whole_stream_in_one_chunk() -> None:
     assert feed_all(FrameReader(1000), [STREAM]) == BODIES
 
 
+def test_a_dripped_frame_costs_bytes_not_objects() -> None:
+    # 200,000 one-byte chunks of one frame: held in one bytearray, not 200,000 views.
+    body = bytes(range(256)) * 781 + b"end!"
+    reader = FrameReader(1 << 20)
+    stream = framed(body)
+    for i in range(len(stream) - 1):
+        assert reader.feed(stream[i : i + 1]) == []
+        assert len(reader._pieces) <= 1
+    assert reader.buffered == len(stream) - 1
+    (frame,) = reader.feed(stream[-1:])
+    assert bytes(frame) == body
+    assert reader.buffered == 0
+
+
+def test_large_chunks_are_joined_once_and_reused_buffers_are_copied() -> None:
+    body = bytes(range(256)) * 1024  # 256 KiB, split in 64 KiB chunks
+    stream = framed(body)
+    reader = FrameReader(1 << 20)
+    frames: list[memoryview] = []
+    scratch = bytearray(65536)
+    for start in range(0, len(stream), 65536):
+        chunk = stream[start : start + 65536]
+        if start // 65536 % 2:  # every other chunk from a buffer its owner reuses
+            scratch[: len(chunk)] = chunk
+            frames += reader.feed(memoryview(scratch)[: len(chunk)])
+            scratch[:] = b"\xee" * len(scratch)
+        else:
+            frames += reader.feed(chunk)
+    (frame,) = frames
+    assert bytes(frame) == body
+
+
 def test_one_byte_at_a_time() -> None:
     reader = FrameReader(1000)
     assert feed_all(reader, [STREAM[i : i + 1] for i in range(len(STREAM))]) == BODIES
