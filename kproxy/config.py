@@ -241,6 +241,9 @@ class LimitSettings:
     """Transport high-water mark used for backpressure."""
     max_in_flight_requests: int = 1000
     """Per client connection."""
+    allocator_retain_bytes: int = 33554432
+    """Freed memory the C allocator keeps for reuse instead of returning it to the kernel
+    (glibc only; 0 keeps glibc's defaults). See kproxy/proxy/allocator.py."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -559,7 +562,14 @@ def _parse_listeners(root: Mapping[Any, Any]) -> ListenerSettings:
 def _parse_limits(root: Mapping[Any, Any]) -> LimitSettings:
     path = "limits"
     data = _section(
-        root, path, ("max_frame_bytes", "write_buffer_high_bytes", "max_in_flight_requests")
+        root,
+        path,
+        (
+            "max_frame_bytes",
+            "write_buffer_high_bytes",
+            "max_in_flight_requests",
+            "allocator_retain_bytes",
+        ),
     )
     d = LimitSettings()
     return LimitSettings(
@@ -571,6 +581,9 @@ def _parse_limits(root: Mapping[Any, Any]) -> LimitSettings:
         ),
         max_in_flight_requests=_int(
             data, path, "max_in_flight_requests", d.max_in_flight_requests, 1
+        ),
+        allocator_retain_bytes=_int(
+            data, path, "allocator_retain_bytes", d.allocator_retain_bytes, 0, 1 << 30
         ),
     )
 

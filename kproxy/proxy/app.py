@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from kproxy.admin.server import AdminServer
 from kproxy.observability import Observability
+from kproxy.proxy.allocator import retain_freed_memory
 from kproxy.proxy.server import ProxyContext
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ async def serve(settings: Settings, stop: asyncio.Event) -> int:
 
 
 def run(settings: Settings) -> int:
+    retain_freed_memory(settings.limits.allocator_retain_bytes)
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     stop = asyncio.Event()

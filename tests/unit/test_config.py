@@ -709,7 +709,9 @@ ALLOWED = {
     "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds",
     "listeners": "bind_host, advertised_host, bootstrap_port, broker_port_base,"
     " node_port_overrides, max_node_id",
-    "limits": "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests",
+    "limits": (
+        "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests, allocator_retain_bytes"
+    ),
     "admin": "enabled, bind_host, port",
     "metrics": "topic_labels",
     "events": "enabled, dir, max_file_bytes, rotate_seconds, queue_size, request_sample_rate",
