@@ -1,0 +1,475 @@
+"""Turn a benchmark results file into ``RESULTS.md`` and a plot of ratios to direct.
+
+Everything here reads only the JSON that ``python -m bench run`` writes, so a report can
+be regenerated (``python -m bench report bench/results.json``) without running anything.
+Every figure is the median over rounds with its spread (min-max); every ratio is taken
+per round against direct measured in the same round, then summarised the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.stats import ratio_summary, summarize
+
+#: The path the targets are judged on (kproxy's default event loop).
+KPROXY = "kproxy-uvloop"
+PROFILE_NOTES = Path(__file__).resolve().parent / "PROFILE.md"
+THROUGHPUT_TARGET = 0.90
+TANSU_PROXY_FACTOR = 2.0
+LATENCY_TARGET = 1.3
+IDLE_MEMORY_TARGET_MB = 100.0
+
+
+# ---------------------------------------------------------------------------------------
+# Numbers
+# ---------------------------------------------------------------------------------------
+
+
+def fmt_num(value: float | None) -> str:
+    """A figure with about three significant digits (thousands separated)."""
+    if value is None:
+        return "-"
+    a = abs(value)
+    if a >= 1000:
+        return f"{value:,.0f}"
+    if a >= 100:
+        return f"{value:.0f}"
+    if a >= 10:
+        return f"{value:.1f}"
+    if a >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def fmt_summary(s: dict[str, Any] | None) -> str:
+    """``median [min-max]`` (just the median for one value, ``-`` for none)."""
+    if not s or not s.get("n"):
+        return "-"
+    if s["n"] == 1 or s["min"] == s["max"]:
+        return fmt_num(s["median"])
+    return f"{fmt_num(s['median'])} [{fmt_num(s['min'])}-{fmt_num(s['max'])}]"
+
+
+def fmt_ratio(s: dict[str, Any] | None) -> str:
+    if not s or not s.get("n"):
+        return "-"
+    if s["n"] == 1 or s["min"] == s["max"]:
+        return f"{s['median']:.2f}"
+    return f"{s['median']:.2f} [{s['min']:.2f}-{s['max']:.2f}]"
+
+
+# ---------------------------------------------------------------------------------------
+# Series and summaries
+# ---------------------------------------------------------------------------------------
+
+
+def rounds_of(results: dict[str, Any]) -> int:
+    return int(results.get("meta", {}).get("rounds", 1))
+
+
+def series(
+    runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int, section: str = "result"
+) -> list[float | None]:
+    """Per-round values of ``record[section][key]`` for ``path`` (None where the run
+    failed or did not report it)."""
+    out: list[float | None] = [None] * rounds
+    for run in runs:
+        if run.get("path") != path or not run.get("ok"):
+            continue
+        r = int(run.get("round", 0))
+        if 0 <= r < rounds:
+            value = (run.get(section) or {}).get(key)
+            out[r] = float(value) if value is not None else None
+    return out
+
+
+def paths_in(results: dict[str, Any]) -> list[str]:
+    return list(results.get("paths", {}))
+
+
+def run_errors(runs: Sequence[dict[str, Any]], path: str) -> list[str]:
+    """Distinct errors of the failed, not skipped, runs of ``path``."""
+    seen: list[str] = []
+    for run in runs:
+        if run.get("path") == path and not run.get("ok") and not run.get("skipped"):
+            err = str(run.get("error", "failed"))
+            if err not in seen:
+                seen.append(err)
+    return seen
+
+
+def workload_summary(results: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
+    """``{path: {metric key: {"value": summary, "ratio": summary vs direct}}}`` plus the
+    proxy resource figures under ``proxy:<key>`` and ``kproxy:<key>``."""
+    wl = results["workloads"][name]
+    rounds = rounds_of(results)
+    runs = wl.get("runs", [])
+    out: dict[str, dict[str, Any]] = {}
+    for path in paths_in(results):
+        cells: dict[str, Any] = {}
+        for metric in wl.get("metrics", []):
+            key = metric["key"]
+            values = series(runs, path, key, rounds)
+            direct = series(runs, "direct", key, rounds)
+            cells[key] = {"value": summarize(values), "ratio": ratio_summary(values, direct)}
+        for section, keys in (
+            ("proxy", ("cpu_seconds", "cpu_s_per_gb_payload", "peak_rss_mb", "rss_mb")),
+            ("kproxy", ("cpu_s_per_gb_wire", "cpu_s_per_100k_requests", "requests")),
+        ):
+            for key in keys:
+                cells[f"{section}:{key}"] = summarize(series(runs, path, key, rounds, section))
+        cells["errors"] = run_errors(runs, path)
+        out[path] = cells
+    return out
+
+
+def path_status(results: dict[str, Any], path: str, upstream: str | None = None) -> str:
+    """``ok`` or why the path did not run (on ``upstream``, or on the first upstream
+    where it did not)."""
+    statuses: dict[str, str] = results.get("paths", {}).get(path, {}).get("status", {})
+    if upstream is not None:
+        return statuses.get(upstream, "ok")
+    for status in statuses.values():
+        if status != "ok":
+            return status
+    return "ok"
+
+
+# ---------------------------------------------------------------------------------------
+# Targets
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    target: str
+    measured: str
+    status: str  # met | missed | not measured
+
+
+def _between(
+    results: dict[str, Any], name: str, a: str, b: str, key: str = "msg_per_s"
+) -> dict[str, Any]:
+    wl = results["workloads"][name]
+    rounds = rounds_of(results)
+    runs = wl.get("runs", [])
+    return ratio_summary(series(runs, a, key, rounds), series(runs, b, key, rounds))
+
+
+def _unmeasured(results: dict[str, Any], name: str, path: str) -> str | None:
+    """Why ``path`` has no figure for workload ``name``, or None if it has one."""
+    wl = results["workloads"][name]
+    status = path_status(results, path, wl.get("upstream"))
+    if path not in results.get("paths", {}):
+        return f"{path} not selected"
+    if status != "ok":
+        return status
+    errors = run_errors(wl.get("runs", []), path)
+    return f"every run failed: {errors[0]}" if errors else "no successful run"
+
+
+def _why(results: dict[str, Any], name: str, path: str) -> str:
+    return _unmeasured(results, name, path) or "no figure"
+
+
+def evaluate_targets(results: dict[str, Any]) -> list[Verdict]:
+    """The issue's goals against what this run measured (kproxy on uvloop)."""
+    verdicts: list[Verdict] = []
+    workloads = results.get("workloads", {})
+    for name, wl in workloads.items():
+        if wl.get("target") != "throughput":
+            continue
+        label = f"{name}: throughput >= {THROUGHPUT_TARGET:.2f} of direct"
+        ratio = _between(results, name, KPROXY, "direct")
+        if ratio["n"]:
+            ok = ratio["median"] >= THROUGHPUT_TARGET
+            verdicts.append(Verdict(label, fmt_ratio(ratio), "met" if ok else "missed"))
+        else:
+            verdicts.append(Verdict(label, _why(results, name, KPROXY), "not measured"))
+        for other, factor, text in (
+            ("tansu-proxy", TANSU_PROXY_FACTOR, f">= {TANSU_PROXY_FACTOR:.0f}x tansu proxy"),
+            ("kroxylicious", 1.0, "above Kroxylicious"),
+        ):
+            label = f"{name}: {text}"
+            ratio = _between(results, name, KPROXY, other)
+            if ratio["n"]:
+                ok = ratio["median"] >= factor if factor != 1.0 else ratio["median"] > 1.0
+                verdicts.append(Verdict(label, f"{fmt_ratio(ratio)}x", "met" if ok else "missed"))
+            else:
+                why = _unmeasured(results, name, other) or _why(results, name, KPROXY)
+                verdicts.append(Verdict(label, why, "not measured"))
+    for name, wl in workloads.items():
+        if wl.get("target") != "latency" or wl.get("kind") != "latency":
+            continue
+        label = f"{name}: p99 round trip <= {LATENCY_TARGET}x direct"
+        ratio = _between(results, name, KPROXY, "direct", "p99_ms")
+        if ratio["n"]:
+            ok = ratio["median"] <= LATENCY_TARGET
+            verdicts.append(Verdict(label, f"{fmt_ratio(ratio)}x", "met" if ok else "missed"))
+        else:
+            verdicts.append(Verdict(label, _why(results, name, KPROXY), "not measured"))
+    for name, wl in workloads.items():
+        if wl.get("kind") != "connections":
+            continue
+        idle = wl.get("params", {}).get("idle", 1000)
+        label = f"{name}: {idle:,} idle connections cost <= {IDLE_MEMORY_TARGET_MB:.0f} MB RSS"
+        rounds = rounds_of(results)
+        runs = wl.get("runs", [])
+        delta = summarize(series(runs, KPROXY, "rss_delta_mb", rounds))
+        total = summarize(series(runs, KPROXY, "rss_idle_mb", rounds))
+        if delta["n"]:
+            ok = delta["median"] <= IDLE_MEMORY_TARGET_MB
+            text = f"+{fmt_summary(delta)} MB (process total {fmt_summary(total)} MB)"
+            verdicts.append(Verdict(label, text, "met" if ok else "missed"))
+        else:
+            verdicts.append(Verdict(label, _why(results, name, KPROXY), "not measured"))
+    return verdicts
+
+
+# ---------------------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------------------
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _params_text(wl: dict[str, Any]) -> str:
+    p = wl.get("params", {})
+    parts = []
+    for key in ("count", "size", "acks", "idle", "seconds", "partitions", "interval"):
+        if key in p:
+            value = p[key]
+            parts.append(f"{key}={value:,}" if isinstance(value, int) else f"{key}={value}")
+    return ", ".join(parts)
+
+
+def render_workload(results: dict[str, Any], name: str) -> list[str]:
+    wl = results["workloads"][name]
+    summary = workload_summary(results, name)
+    upstream = wl.get("upstream", "")
+    title = results.get("upstreams", {}).get(upstream, {}).get("title", upstream)
+    lines = [f"### {name}: {wl.get('title', name)}", ""]
+    lines.append(f"Upstream: {title}. Load: {wl.get('generator', '')} ({_params_text(wl)}).")
+    lines.append("")
+    metrics = wl.get("metrics", [])
+    header = ["path"]
+    for m in metrics:
+        header += [f"{m['label']} ({m['unit']})", "ratio to direct"]
+    header += ["proxy CPU s/GB", "proxy peak RSS (MB)"]
+    rows = []
+    notes: list[str] = []
+    for path, cells in summary.items():
+        status = path_status(results, path, upstream)
+        if status != "ok":
+            rows.append([path] + ["-"] * (len(header) - 1))
+            notes.append(f"{path}: {status}")
+            continue
+        row = [path]
+        for m in metrics:
+            cell = cells[m["key"]]
+            row.append(fmt_summary(cell["value"]))
+            row.append("1" if path == "direct" else fmt_ratio(cell["ratio"]))
+        row.append(fmt_summary(cells["proxy:cpu_s_per_gb_payload"]))
+        row.append(fmt_summary(cells["proxy:peak_rss_mb"]))
+        rows.append(row)
+        for err in cells["errors"]:
+            notes.append(f"{path}: a run failed: {err}")
+    lines += _table(header, rows)
+    if wl.get("kind") == "connections":
+        lines += ["", "RSS of each proxy before the idle connections, with them, and at peak:"]
+        lines.append("")
+        rounds = rounds_of(results)
+        runs = wl.get("runs", [])
+        mem_rows = []
+        for path in summary:
+            if path == "direct" or path_status(results, path, upstream) != "ok":
+                continue
+            before = summarize(series(runs, path, "rss_before_mb", rounds))
+            with_idle = summarize(series(runs, path, "rss_idle_mb", rounds))
+            delta = summarize(series(runs, path, "rss_delta_mb", rounds))
+            peak = summarize(series(runs, path, "peak_rss_mb", rounds, "proxy"))
+            figures = [before, with_idle, delta, peak]
+            mem_rows.append([path, *(fmt_summary(f) for f in figures)])
+        lines += _table(
+            ["path", "before (MB)", "with idle (MB)", "added (MB)", "peak (MB)"], mem_rows
+        )
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
+    lines.append("")
+    return lines
+
+
+def render_kproxy_resources(results: dict[str, Any]) -> list[str]:
+    rows = []
+    for name in results.get("workloads", {}):
+        summary = workload_summary(results, name)
+        for path in ("kproxy-uvloop", "kproxy-asyncio"):
+            cells = summary.get(path)
+            if cells is None or not cells["kproxy:cpu_s_per_gb_wire"].get("n"):
+                continue
+            rows.append(
+                [
+                    name,
+                    path,
+                    fmt_summary(cells["proxy:cpu_seconds"]),
+                    fmt_summary(cells["kproxy:cpu_s_per_gb_wire"]),
+                    fmt_summary(cells["kproxy:cpu_s_per_100k_requests"]),
+                    fmt_summary(cells["proxy:peak_rss_mb"]),
+                ]
+            )
+    if not rows:
+        return ["No kproxy run completed.", ""]
+    header = ["workload", "path", "CPU s (run)", "CPU s per GB moved", "CPU s per 100k requests",
+              "peak RSS (MB)"]  # fmt: skip
+    return [
+        *_table(header, rows),
+        "",
+        "GB moved counts the bytes of every frame in both directions (kproxy's "
+        '`kproxy_bytes_total`), requests its `kproxy_frames_total{direction="request"}`; CPU '
+        "is utime + stime from `/proc/PID/stat` over the run, peak RSS is `VmHWM` after "
+        "resetting it (`/proc/PID/clear_refs`) at the start of the run.",
+        "",
+    ]
+
+
+def render_markdown(results: dict[str, Any], png_name: str | None = "results.png") -> str:
+    meta = results.get("meta", {})
+    machine = results.get("machine", {})
+    versions = results.get("versions", {})
+    lines = ["# kproxy benchmark results", ""]
+    lines.append(
+        f"Generated by `python -m bench run` ({meta.get('mode', '?')} mode, "
+        f"{meta.get('rounds', '?')} interleaved rounds) from `{meta.get('started', '?')}` to "
+        f"`{meta.get('finished', '?')}`, {float(meta.get('wall_seconds', 0)) / 60:.1f} minutes "
+        "of wall time. Regenerate this file from the JSON with "
+        "`python -m bench report bench/results.json`."
+    )
+    if meta.get("interrupted"):
+        lines += ["", "**The run was interrupted: the figures below are partial.**"]
+    lines += [
+        "",
+        "Every figure is the median over rounds with its spread `[min-max]`; a ratio is "
+        "taken in each round against direct measured in the same round (paths run "
+        "interleaved, A B C D A B C D ...), then summarised the same way. Only ratios "
+        "measured in one run mean anything on a shared machine.",
+        "",
+        "## Machine",
+        "",
+    ]
+    load = machine.get("load_average") or []
+    load_end = machine.get("load_average_end") or []
+    rows = [
+        ["CPU", str(machine.get("cpu_model"))],
+        ["cores", str(machine.get("cores"))],
+        ["memory", f"{machine.get('memory_gb')} GB"],
+        ["kernel", str(machine.get("kernel"))],
+        ["python", str(machine.get("python"))],
+        ["load average at start / end",
+         f"{', '.join(f'{x:.2f}' for x in load)} / {', '.join(f'{x:.2f}' for x in load_end)}"],
+    ]  # fmt: skip
+    rows += [[name, str(v) if v is not None else "not installed"] for name, v in versions.items()]
+    lines += _table(["", ""], rows)
+    lines += ["", "## Paths", ""]
+    prow = []
+    for path, info in results.get("paths", {}).items():
+        statuses = info.get("status", {})
+        text = "; ".join(f"{u}: {s}" for u, s in statuses.items()) or "not run"
+        prow.append([path, info.get("description", ""), text])
+    lines += _table(["path", "what", "status per upstream"], prow)
+    lines += ["", "## Targets (kproxy on uvloop)", ""]
+    lines += _table(
+        ["target", "measured", "status"],
+        [[v.target, v.measured, v.status] for v in evaluate_targets(results)],
+    )
+    if png_name:
+        lines += ["", f"![Ratios to direct]({png_name})", ""]
+    lines += ["## Workloads", ""]
+    for name in results.get("workloads", {}):
+        lines += render_workload(results, name)
+    lines += ["## kproxy's resources", ""]
+    lines += render_kproxy_resources(results)
+    notes = PROFILE_NOTES.read_text().strip() if PROFILE_NOTES.is_file() else ""
+    if notes:
+        lines += ["## Profile-driven changes", "", notes, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# ---------------------------------------------------------------------------------------
+# Plot
+# ---------------------------------------------------------------------------------------
+
+
+def plot(results: dict[str, Any], png: Path) -> bool:
+    """Bars of each path's ratio to direct (median, min-max as error bars): throughput
+    on the left, p99 latency on the right. False if matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    paths = [p for p in paths_in(results) if p != "direct"]
+    panels = [
+        ("Throughput / direct (higher is better)", "msg_per_s",
+         [n for n, w in results["workloads"].items()
+          if w.get("target") == "throughput" or w.get("kind") in ("churn", "connections")],
+         THROUGHPUT_TARGET),
+        ("p99 latency / direct (lower is better)", "p99_ms",
+         [n for n, w in results["workloads"].items() if w.get("kind") in ("latency", "churn")],
+         LATENCY_TARGET),
+    ]  # fmt: skip
+    fig, axes = plt.subplots(
+        1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [4, 1]}, squeeze=False
+    )
+    width = 0.8 / max(1, len(paths))
+    for ax, (title, key, names, line) in zip(axes[0], panels, strict=True):
+        for i, path in enumerate(paths):
+            xs, ys, lo, hi = [], [], [], []
+            for j, name in enumerate(names):
+                ratio = workload_summary(results, name)[path][key]["ratio"]
+                if ratio["n"]:
+                    xs.append(j + (i - (len(paths) - 1) / 2) * width)
+                    ys.append(ratio["median"])
+                    lo.append(ratio["median"] - ratio["min"])
+                    hi.append(ratio["max"] - ratio["median"])
+            if xs:
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=path)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.axhline(line, color="red", linestyle="--", linewidth=0.8)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=10)
+    axes[0][0].legend(fontsize=8, ncol=3)
+    machine = results.get("machine", {})
+    fig.suptitle(
+        f"kproxy benchmark: ratio to direct, median and min-max of "
+        f"{results.get('meta', {}).get('rounds', '?')} rounds "
+        f"({machine.get('cores')} cores, {machine.get('cpu_model')})",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_outputs(results: dict[str, Any], md: Path | None, png: Path | None) -> None:
+    drew = False
+    if png is not None:
+        drew = plot(results, png)
+    if md is not None:
+        rel = None
+        if drew and png is not None:
+            rel = png.name if png.parent == md.parent else str(png)
+        md.parent.mkdir(parents=True, exist_ok=True)
+        md.write_text(render_markdown(results, rel))

@@ -1,0 +1,437 @@
+"""The clusters a benchmark run sends its load to, and the paths in front of them.
+
+Three upstreams, each started by the harness on loopback (LAB.md):
+
+``tansu``  the Tansu broker (Rust, in-memory storage): data-path throughput and latency.
+``kafka``  a one-node Apache Kafka KRaft cluster from Maven Central: the real broker.
+``mock``   librdkafka's mock cluster (three brokers, in this process): leader churn.
+
+A TCP proxy such as haproxy does not parse Kafka, so it cannot rewrite the addresses
+brokers advertise: a client that bootstraps through it would be told the broker's own
+address and go around it. Each upstream therefore has a second *side* for haproxy whose
+brokers advertise haproxy's ports (a second Tansu broker, an extra Kafka listener, a
+second mock cluster). Every other path sits in front of the main side and rewrites
+addresses itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from bench.peers import (
+    REPO,
+    AdvertisedTansu,
+    GrepplabsPeer,
+    HaproxyPeer,
+    KproxyPeer,
+    KroxyliciousPeer,
+    Unavailable,
+)
+from tests.peers.kafka_cluster import KafkaCluster
+from tests.peers.net import LOOPBACK, free_port, free_ports, wait_until
+from tests.peers.tansu import TANSU_NODE_ID, TansuBroker, TansuProxy
+
+#: Every path, in run order within a round.
+ALL_PATHS = (
+    "direct",
+    "haproxy",
+    "tansu-proxy",
+    "kroxylicious",
+    "grepplabs",
+    "kproxy-uvloop",
+    "kproxy-asyncio",
+)
+
+PATH_DESCRIPTIONS = {
+    "direct": "client to broker, nothing in between",
+    "haproxy": "haproxy, TCP mode (no parsing: the floor)",
+    "tansu-proxy": "`tansu proxy` (Kafka-aware proxy in Rust)",
+    "kroxylicious": "Kroxylicious (Java), pass-through configuration",
+    "grepplabs": "grepplabs kafka-proxy (Go)",
+    "kproxy-uvloop": "kproxy on uvloop",
+    "kproxy-asyncio": "kproxy on the standard asyncio loop",
+}
+
+MAIN = "main"
+HAPROXY_SIDE = "haproxy"
+
+
+def side_of(path: str) -> str:
+    return HAPROXY_SIDE if path == "haproxy" else MAIN
+
+
+class ProxyProcess(Protocol):
+    """What the harness needs of a proxy in the path."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def stop(self) -> None: ...
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def prefill(bootstrap: str, topic: str, count: int, size: int, timeout: float = 600) -> None:
+    """Write ``count`` messages of ``size`` bytes to ``topic`` (partition 0), not timed."""
+    argv = [sys.executable, "-m", "bench.workloads", "produce", "--bootstrap", bootstrap,
+            "--topic", topic, "--size", str(size), "--count", str(count), "--partition", "0",
+            "--warmup", "0"]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(),
+                          cwd=REPO, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"prefill of {topic} failed: {proc.stderr.strip()[-400:]}")
+
+
+def _admin_create(bootstrap: str, topic: str, partitions: int, timeout: float = 30) -> None:
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+    futures = admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=timeout)
+    futures[topic].result(timeout=timeout)
+
+
+class TansuProxyPeer(TansuProxy):
+    """``tansu proxy`` with the pid the harness reads /proc with."""
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+
+class Upstream:
+    """Base: one cluster (two sides), the addresses paths use, topics."""
+
+    name = ""
+    #: Node ids clients will see (Kroxylicious needs them up front).
+    node_ids: list[int] = []
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.haproxy: HaproxyPeer | None = None
+        self.haproxy_error: str | None = None
+
+    # -- addresses ---------------------------------------------------------------------
+    def direct_bootstrap(self) -> str:
+        """Where the direct path's clients bootstrap (the main side)."""
+        raise NotImplementedError
+
+    def proxy_target(self) -> str:
+        """What a proxy in front of the main side dials (comma-separated brokers)."""
+        return self.direct_bootstrap()
+
+    def fill_bootstrap(self, side: str) -> str:
+        """Where an untimed writer reaches ``side``."""
+        if side == HAPROXY_SIDE:
+            if self.haproxy is None:
+                raise Unavailable(self.haproxy_error or "haproxy is not running")
+            return self.haproxy.bootstrap
+        return self.direct_bootstrap()
+
+    def sides(self) -> list[str]:
+        return [MAIN] + ([HAPROXY_SIDE] if self.haproxy is not None else [])
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Between rounds: give the next round the same starting state."""
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    # -- topics ------------------------------------------------------------------------
+    def create_topic(self, topic: str, partitions: int, side: str) -> None:
+        raise NotImplementedError
+
+    def drop_topics(self, topics: list[str]) -> None:
+        """Free what a round wrote (where restarting the broker is not the way)."""
+
+    # -- proxies -----------------------------------------------------------------------
+    def start_proxy(self, path: str) -> ProxyProcess:
+        """Start the proxy of ``path`` in front of the main side (not direct/haproxy)."""
+        wd = self.workdir / path
+        if path == "tansu-proxy":
+            if len(self.node_ids) > 1:
+                raise Unavailable(
+                    "tansu proxy forwards every request to one origin broker, so it cannot "
+                    "front a multi-broker cluster"
+                )
+            return TansuProxyPeer(self.proxy_target(), workdir=wd, stop_grace=2.0).start()
+        if path in ("kproxy-uvloop", "kproxy-asyncio"):
+            loop = path.split("-", 1)[1]
+            servers = self.proxy_target().split(",")
+            return KproxyPeer(path, loop, servers, wd).start()
+        if path == "kroxylicious":
+            return KroxyliciousPeer(path, self.proxy_target(), self.node_ids, wd).start()
+        if path == "grepplabs":
+            return GrepplabsPeer(path, self.proxy_target(), wd).start()
+        raise ValueError(f"no proxy for path {path!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Tansu
+# ---------------------------------------------------------------------------------------
+
+
+class TansuUpstream(Upstream):
+    """Two Tansu brokers: ``main`` advertises itself, the haproxy side advertises
+    haproxy's port. :meth:`reset` restarts both on the same ports (in-memory storage:
+    this frees what the previous round wrote)."""
+
+    name = "tansu"
+    node_ids = [TANSU_NODE_ID]
+
+    def __init__(self, workdir: Path) -> None:
+        super().__init__(workdir)
+        self.main_port, self.hap_broker_port, self.hap_port = free_ports(3)
+        self.main: TansuBroker | None = None
+        self.hap_broker: AdvertisedTansu | None = None
+
+    def direct_bootstrap(self) -> str:
+        return f"{LOOPBACK}:{self.main_port}"
+
+    def _start_brokers(self, with_haproxy_side: bool) -> None:
+        self.main = TansuBroker(self.main_port, workdir=self.workdir / "tansu-main").start()
+        if with_haproxy_side:
+            self.hap_broker = AdvertisedTansu(
+                self.hap_port, port=self.hap_broker_port, workdir=self.workdir / "tansu-hap"
+            ).start()
+
+    def start(self) -> None:
+        self._start_brokers(True)
+        assert self.hap_broker is not None
+        try:
+            self.haproxy = HaproxyPeer(
+                "haproxy-tansu", self.hap_broker.bootstrap, self.workdir, port=self.hap_port
+            ).start()
+        except (Unavailable, RuntimeError, TimeoutError) as exc:
+            self.haproxy_error = str(exc)
+            self.hap_broker.stop()
+            self.hap_broker = None
+
+    def reset(self) -> None:
+        for broker in (self.main, self.hap_broker):
+            if broker is not None:
+                broker.stop(timeout=2.0)
+        self._start_brokers(self.haproxy is not None)
+
+    def stop(self) -> None:
+        if self.haproxy is not None:
+            self.haproxy.stop()
+        for broker in (self.main, self.hap_broker):
+            if broker is not None:
+                broker.stop(timeout=2.0)
+
+    def create_topic(self, topic: str, partitions: int, side: str) -> None:
+        port = self.hap_broker_port if side == HAPROXY_SIDE else self.main_port
+        _admin_create(f"{LOOPBACK}:{port}", topic, partitions)
+
+
+# ---------------------------------------------------------------------------------------
+# Apache Kafka
+# ---------------------------------------------------------------------------------------
+
+
+class KafkaUpstream(Upstream):
+    """One Apache Kafka node (KRaft, combined mode). Clients and proxies use its INTERNAL
+    listener (advertised as ``127.0.0.1:port``); an extra ``HAPROXY`` listener is
+    advertised as haproxy's port, and haproxy forwards to it."""
+
+    name = "kafka"
+    node_ids = [1]
+
+    def __init__(self, workdir: Path, heap: str = "512m") -> None:
+        super().__init__(workdir)
+        self.cluster = KafkaCluster(
+            1, heap=heap, workdir=workdir / "kafka", keep_workdir=False, log_level="warn"
+        )
+        node = self.cluster.nodes[1]
+        self.hap_listener_port, self.hap_port = free_ports(2)
+        listeners = (
+            f"CONTROLLER://{LOOPBACK}:{node.controller_port},"
+            f"INTERNAL://{LOOPBACK}:{node.internal_port},"
+            f"EXTERNAL://{LOOPBACK}:{node.external_port},"
+            f"HAPROXY://{LOOPBACK}:{self.hap_listener_port}"
+        )
+        advertised = (
+            f"INTERNAL://{LOOPBACK}:{node.internal_port},"
+            f"EXTERNAL://{node.external_advertised},"
+            f"HAPROXY://{LOOPBACK}:{self.hap_port}"
+        )
+        self.cluster.broker_config.update(
+            {
+                "listeners": listeners,
+                "advertised.listeners": advertised,
+                "listener.security.protocol.map": (
+                    "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,HAPROXY:PLAINTEXT"
+                ),
+                # Runs write hundreds of MB each; the harness deletes topics per round.
+                "log.retention.check.interval.ms": "10000",
+                "file.delete.delay.ms": "1000",
+            }
+        )
+
+    def direct_bootstrap(self) -> str:
+        return self.cluster.internal_bootstrap
+
+    def start(self) -> None:
+        self.cluster.start()
+        try:
+            self.haproxy = HaproxyPeer(
+                "haproxy-kafka",
+                f"{LOOPBACK}:{self.hap_listener_port}",
+                self.workdir,
+                port=self.hap_port,
+            ).start()
+        except (Unavailable, RuntimeError, TimeoutError) as exc:
+            self.haproxy_error = str(exc)
+
+    def stop(self) -> None:
+        if self.haproxy is not None:
+            self.haproxy.stop()
+        self.cluster.close()
+
+    def create_topic(self, topic: str, partitions: int, side: str) -> None:
+        # One broker serves both sides: create once.
+        if side == MAIN:
+            self.cluster.create_topic(topic, partitions=partitions, rf=1)
+
+    def drop_topics(self, topics: list[str]) -> None:
+        if not topics:
+            return
+        admin = self.cluster.admin()
+        futures = admin.delete_topics(topics, request_timeout=30)
+        for fut in futures.values():
+            with contextlib.suppress(Exception):
+                fut.result(timeout=30)
+
+
+# ---------------------------------------------------------------------------------------
+# librdkafka's mock cluster (leader churn)
+# ---------------------------------------------------------------------------------------
+
+
+class MockUpstream(Upstream):
+    """Two mock clusters of three brokers in this process; the haproxy side's brokers
+    advertise haproxy's ports (one frontend per broker)."""
+
+    name = "mock"
+    node_ids = [1, 2, 3]
+
+    def __init__(self, workdir: Path, brokers: int = 3) -> None:
+        super().__init__(workdir)
+        self.brokers = brokers
+        self.node_ids = list(range(1, brokers + 1))
+        self.clusters: dict[str, Any] = {}
+
+    def direct_bootstrap(self) -> str:
+        return str(self.clusters[MAIN].bootstraps)
+
+    def start(self) -> None:
+        from kproxy.mockcluster import MockCluster
+
+        self.clusters[MAIN] = MockCluster(self.brokers)
+        hap = MockCluster(self.brokers)
+        ports = hap.broker_ports()
+        front = {b: free_port() for b in ports}
+        routes = [(front[b], f"{LOOPBACK}:{p}") for b, p in sorted(ports.items())]
+        try:
+            self.haproxy = HaproxyPeer(
+                "haproxy-mock", routes[0][1], self.workdir, extra_routes=routes
+            ).start()
+        except (Unavailable, RuntimeError, TimeoutError) as exc:
+            self.haproxy_error = str(exc)
+            hap.close()
+            return
+        for b, port in front.items():
+            hap.set_host_port(b, LOOPBACK, port)
+        self.clusters[HAPROXY_SIDE] = hap
+
+    def stop(self) -> None:
+        if self.haproxy is not None:
+            self.haproxy.stop()
+        for mc in self.clusters.values():
+            mc.close()
+        self.clusters.clear()
+
+    def create_topic(self, topic: str, partitions: int, side: str) -> None:
+        self.clusters[side].create_topic(topic, partitions, self.brokers)
+
+    def cluster(self, side: str) -> Any:
+        return self.clusters[side]
+
+
+@dataclass
+class LeaderMover:
+    """Moves the leader of every partition of ``topic`` to the next broker every
+    ``interval`` seconds, on a thread, until stopped."""
+
+    set_leader: Callable[[str, int, int], None]
+    topic: str
+    partitions: int
+    brokers: list[int]
+    interval: float = 0.2
+
+    def __post_init__(self) -> None:
+        self.moves = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="leader-mover", daemon=True)
+
+    def _run(self) -> None:
+        step = 0
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            step += 1
+            for p in range(self.partitions):
+                leader = self.brokers[(step + p) % len(self.brokers)]
+                try:
+                    self.set_leader(self.topic, p, leader)
+                    self.moves += 1
+                except Exception as exc:  # recorded, the run goes on
+                    if len(self.errors) < 5:
+                        self.errors.append(str(exc))
+            next_at += self.interval
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def start(self) -> LeaderMover:
+        self._thread.start()
+        return self
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return self.moves
+
+
+def wait_metadata(bootstrap: str, timeout: float = 30) -> None:
+    """Wait until ``bootstrap`` answers Metadata (a proxy that just started)."""
+    from tests.peers.net import fetch_metadata
+
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    wait_until(
+        lambda: fetch_metadata(host, int(port), [], timeout=5),
+        timeout,
+        interval=0.2,
+        what=f"Metadata from {bootstrap}",
+        ignore=(OSError, ValueError),
+    )

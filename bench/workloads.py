@@ -1,0 +1,334 @@
+"""Load generators, each run in its own process: ``python -m bench.workloads KIND ...``.
+
+Each prints one JSON object on its last stdout line. The harness runs them as
+subprocesses so that the client's CPU is not shared with the harness (which may be
+hosting librdkafka's mock cluster) and so that no client state leaks between runs.
+
+Kinds:
+
+``produce``   confluent-kafka producer, ``--count`` messages of ``--size`` bytes with
+              ``--acks``; throughput from the first produce() to flush() returning.
+``consume``   confluent-kafka consumer on an assigned, pre-filled topic from the
+              beginning (no group: Tansu's JoinGroup waits half the session timeout);
+              throughput from the first batch received to the ``--count``-th message.
+``latency``   one small produce at a time (acks=1 by default): produce, flush, repeat;
+              the round-trip time of each.
+``churn``     produce for ``--seconds`` at full speed (bounded queue) while the harness
+              moves partition leaders; throughput and per-message delivery latency.
+``idle``      open ``--count`` connections, send one ApiVersions v0 on each and read its
+              answer (so that a proxy has dialled the broker for every one of them), print
+              a JSON line, then hold them all, idle, until stdin is closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import struct
+import sys
+import time
+import uuid
+from typing import Any
+
+from bench.stats import percentile
+
+QUIET = {"log_level": 3}
+
+
+def _payload(size: int) -> bytes:
+    # Incompressible (no compression is configured anyway) and the same for every path.
+    return (os.urandom(64) * (size // 64 + 1))[:size]
+
+
+def produce(args: argparse.Namespace) -> dict[str, Any]:
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+
+    def on_error(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    conf: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "acks": args.acks,
+        "linger.ms": args.linger_ms,
+        "delivery.report.only.error": True,
+        "on_delivery": on_error,
+        "message.max.bytes": max(1_000_000, args.size * 2),
+        **QUIET,
+    }
+    producer = Producer(conf)
+    value = _payload(args.size)
+    # Warm-up: connections, metadata, the first batch.
+    for _ in range(args.warmup):
+        producer.produce(args.topic, value, partition=args.partition)
+    if producer.flush(60) != 0:
+        raise RuntimeError("warm-up messages were not delivered")
+    if errors:
+        raise RuntimeError(f"warm-up failed: {errors[:3]}")
+    produce_ = producer.produce
+    poll = producer.poll
+    topic = args.topic
+    partition = args.partition
+    started = time.perf_counter()
+    for _ in range(args.count):
+        while True:
+            try:
+                produce_(topic, value, partition=partition)
+                break
+            except BufferError:
+                poll(0.005)
+    remaining = producer.flush(300)
+    seconds = time.perf_counter() - started
+    if remaining or errors:
+        raise RuntimeError(f"{remaining} undelivered, errors: {errors[:3]}")
+    return {
+        "messages": args.count,
+        "bytes": args.count * args.size,
+        "seconds": seconds,
+        "msg_per_s": args.count / seconds,
+        "mb_per_s": args.count * args.size / seconds / 1e6,
+    }
+
+
+def consume(args: argparse.Namespace) -> dict[str, Any]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            **QUIET,
+        }
+    )
+    consumer.assign(
+        [TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in range(args.partitions)]
+    )
+    got = 0
+    nbytes = 0
+    first_batch = 0
+    first_bytes = 0
+    started = 0.0
+    deadline = time.monotonic() + args.timeout
+    consume_ = consumer.consume
+    while got < args.count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out with {got} of {args.count} messages")
+        batch = consume_(10_000, 1.0)
+        if not batch:
+            continue
+        for m in batch:
+            if m.error() is not None:
+                raise RuntimeError(str(m.error()))
+            value = m.value()
+            nbytes += len(value) if value is not None else 0
+        got += len(batch)
+        if not started:
+            started = time.perf_counter()
+            first_batch = got
+            first_bytes = nbytes
+    seconds = time.perf_counter() - started
+    consumer.close()
+    measured = got - first_batch
+    mbytes = nbytes - first_bytes
+    return {
+        "messages": got,
+        "bytes": nbytes,
+        "measured_messages": measured,
+        "seconds": seconds,
+        "msg_per_s": measured / seconds if seconds > 0 else None,
+        "mb_per_s": mbytes / seconds / 1e6 if seconds > 0 else None,
+    }
+
+
+def latency(args: argparse.Namespace) -> dict[str, Any]:
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+
+    def on_error(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    producer = Producer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "acks": args.acks,
+            "linger.ms": 0,
+            "on_delivery": on_error,
+            **QUIET,
+        }
+    )
+    value = _payload(args.size)
+    for _ in range(args.warmup):
+        producer.produce(args.topic, value, partition=args.partition)
+        producer.flush(30)
+    rtts: list[float] = []
+    now = time.perf_counter
+    for _ in range(args.count):
+        t0 = now()
+        producer.produce(args.topic, value, partition=args.partition)
+        if producer.flush(30) != 0:
+            raise RuntimeError("a message was not delivered within 30 s")
+        rtts.append(now() - t0)
+    if errors:
+        raise RuntimeError(f"errors: {errors[:3]}")
+    ms = [r * 1000.0 for r in rtts]
+    return {
+        "messages": len(ms),
+        "bytes": len(ms) * args.size,
+        "p50_ms": percentile(ms, 50),
+        "p99_ms": percentile(ms, 99),
+        "p999_ms": percentile(ms, 99.9),
+        "max_ms": max(ms),
+        "mean_ms": sum(ms) / len(ms),
+    }
+
+
+def churn(args: argparse.Namespace) -> dict[str, Any]:
+    from confluent_kafka import Producer
+
+    latencies: list[float] = []
+    errors: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            latencies.append(msg.latency())
+
+    producer = Producer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "acks": "all",
+            "linger.ms": args.linger_ms,
+            "queue.buffering.max.messages": args.queue,
+            "on_delivery": on_delivery,
+            "message.timeout.ms": 60_000,
+            **QUIET,
+        }
+    )
+    value = _payload(args.size)
+    for _ in range(args.warmup):
+        producer.produce(args.topic, value)
+    producer.flush(30)
+    latencies.clear()
+    produce_ = producer.produce
+    poll = producer.poll
+    topic = args.topic
+    sent = 0
+    started = time.perf_counter()
+    end = started + args.seconds
+    now = time.perf_counter
+    while True:
+        for _ in range(1000):
+            try:
+                produce_(topic, value)
+                sent += 1
+            except BufferError:
+                poll(0.002)
+        poll(0)
+        if now() >= end:
+            break
+    producing = now() - started
+    remaining = producer.flush(120)
+    seconds = now() - started
+    ms = [x * 1000.0 for x in latencies]
+    return {
+        "messages": len(ms),
+        "sent": sent,
+        "undelivered": remaining,
+        "errors": len(errors),
+        "error_sample": errors[:3],
+        "bytes": len(ms) * args.size,
+        "seconds": seconds,
+        "producing_seconds": producing,
+        "msg_per_s": len(ms) / seconds,
+        "mb_per_s": len(ms) * args.size / seconds / 1e6,
+        "p50_ms": percentile(ms, 50) if ms else None,
+        "p99_ms": percentile(ms, 99) if ms else None,
+        "p999_ms": percentile(ms, 99.9) if ms else None,
+    }
+
+
+def _api_versions_v0(correlation_id: int) -> bytes:
+    client_id = b"kproxy-bench-idle"
+    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
+    return struct.pack(">i", len(body)) + body
+
+
+async def _open_idle(host: str, port: int, count: int, batch: int) -> list[asyncio.StreamWriter]:
+    writers: list[asyncio.StreamWriter] = []
+
+    async def one(i: int) -> asyncio.StreamWriter:
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(_api_versions_v0(i + 1))
+        await writer.drain()
+        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        await reader.readexactly(size)
+        return writer
+
+    for start in range(0, count, batch):
+        got = await asyncio.gather(*(one(i) for i in range(start, min(count, start + batch))))
+        writers.extend(got)
+    return writers
+
+
+def idle(args: argparse.Namespace) -> dict[str, Any]:
+    host, _, port = args.bootstrap.split(",")[0].rpartition(":")
+
+    async def main() -> dict[str, Any]:
+        started = time.perf_counter()
+        writers = await asyncio.wait_for(_open_idle(host, int(port), args.count, 100), args.timeout)
+        opened = time.perf_counter() - started
+        sys.stdout.write(json.dumps({"ready": True, "opened": len(writers),
+                                     "open_seconds": opened}) + "\n")  # fmt: skip
+        sys.stdout.flush()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, sys.stdin.read)  # until the harness closes stdin
+        alive = sum(1 for w in writers if not w.is_closing())
+        for w in writers:
+            w.close()
+        return {"opened": len(writers), "open_seconds": opened, "alive_at_end": alive}
+
+    return asyncio.run(main())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.workloads")
+    sub = p.add_subparsers(dest="kind", required=True)
+    for name in ("produce", "consume", "latency", "churn", "idle"):
+        s = sub.add_parser(name)
+        s.add_argument("--bootstrap", required=True)
+        s.add_argument("--topic", required=True)
+        s.add_argument("--size", type=int, default=1024)
+        s.add_argument("--count", type=int, default=10_000)
+        s.add_argument("--warmup", type=int, default=100)
+        s.add_argument("--partition", type=int, default=-1)
+        s.add_argument("--partitions", type=int, default=1)
+        s.add_argument("--acks", default="all")
+        s.add_argument("--linger-ms", type=int, default=5)
+        s.add_argument("--timeout", type=float, default=120.0)
+        s.add_argument("--seconds", type=float, default=5.0)
+        s.add_argument("--queue", type=int, default=20_000)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    kinds = {"produce": produce, "consume": consume, "latency": latency, "churn": churn,
+             "idle": idle}  # fmt: skip
+    fn = kinds[args.kind]
+    result = fn(args)
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
