@@ -3,11 +3,19 @@
 `FrameReader` is fed any split of the byte stream (down to one byte at a time) and
 returns whole frames. It runs in linear time: frames that arrive whole inside one chunk
 are returned as memoryview slices of that chunk (no copy), and a frame split across
-chunks is copied once, when its last chunk arrives. The size is checked against the limit as soon
-as its 4 bytes are known, before any of the body is buffered.
+chunks is copied once, when its last chunk arrives. The size is checked against the
+limit as soon as its 4 bytes are known, before any of the body is buffered.
+
+`FrameReader.feed_through` also hands over a large frame before it is whole (cut-through):
+its first bytes as a `FrameStart` once ``stream_after`` of them are in, then the rest
+as `FrameMore` pieces as they arrive, so that a proxy forwarding the frame unchanged
+neither waits for its last byte nor copies it. The caller may call `gather` right after
+a `FrameStart` to have that frame returned whole instead.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from kproxy.protocol.errors import FrameTooLarge, NegativeFrameSize, NotKafka
 from kproxy.protocol.primitives import INT32
@@ -26,29 +34,68 @@ def _not_kafka(prefix: bytes) -> NotKafka | None:
     return None
 
 
+class FrameStart:
+    """The first bytes of a frame whose rest is still arriving (``size``: the whole body)."""
+
+    __slots__ = ("head", "size")
+
+    def __init__(self, head: memoryview, size: int) -> None:
+        self.head = head
+        self.size = size
+
+
+class FrameMore:
+    """The next bytes of the frame a `FrameStart` began (a view of the fed chunk)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: memoryview) -> None:
+        self.data = data
+
+
 class FrameReader:
     """Splits a byte stream into Kafka frames (the bytes after each size prefix)."""
 
-    __slots__ = ("_first", "_have", "_head", "_need", "_pieces", "max_frame_bytes")
+    __slots__ = (
+        "_first",
+        "_have",
+        "_head",
+        "_need",
+        "_offered",
+        "_passing",
+        "_pieces",
+        "max_frame_bytes",
+        "stream_after",
+    )
 
-    def __init__(self, max_frame_bytes: int) -> None:
+    def __init__(self, max_frame_bytes: int, stream_after: int = 0) -> None:
         self.max_frame_bytes = max_frame_bytes
+        # feed_through: frames of at least this many bytes are handed over in pieces.
+        self.stream_after = stream_after
         self._head = bytearray()  # up to 3 bytes of a size prefix split across chunks
         # The body of a frame split across chunks, gathered as references to the chunks
         # and joined once when it is whole: one copy, however many chunks it came in.
         # Small pieces are copied into a bytearray instead, so that a peer dripping a
         # frame a byte at a time costs bytes, not an object per byte.
         self._pieces: list[memoryview | bytearray] = []
-        self._have = 0  # bytes in _pieces
-        self._need = -1  # body size of the frame being gathered; -1: none
+        self._have = 0  # bytes of the incomplete frame's body in hand (or passed on)
+        self._need = -1  # body size of the incomplete frame; -1: none
+        self._offered = 0  # 1: a FrameStart was just returned; -1: gather() was called
+        self._passing = False  # the incomplete frame is being handed over in pieces
         self._first = True
 
     @property
     def buffered(self) -> int:
-        """Bytes held for an incomplete frame, its size prefix included."""
+        """Bytes of an incomplete frame read so far, its size prefix included."""
         if self._need >= 0:
             return 4 + self._have
         return len(self._head)
+
+    def gather(self) -> None:
+        """Return the frame the last `FrameStart` began whole, instead of in pieces."""
+        if self._offered != 1:
+            raise RuntimeError("gather() must follow a FrameStart")
+        self._offered = -1
 
     def _reject(self, size: int, prefix: bytes) -> None:
         if size < 0:
@@ -70,6 +117,19 @@ class FrameReader:
         else:
             pieces.append(bytearray(piece))
 
+    def _joined(self) -> memoryview:
+        pieces = self._pieces
+        if len(pieces) == 1:
+            return memoryview(pieces[0])
+        return memoryview(b"".join(pieces))
+
+    def _offer(self, out: list[Any]) -> None:
+        """Hand over the incomplete frame's start, if it is large enough to stream."""
+        head = self._joined()
+        self._pieces = [head]
+        self._offered = 1
+        out.append(FrameStart(head, self._need))
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
         """Take the next bytes of the stream; return every frame they complete.
 
@@ -77,11 +137,25 @@ class FrameReader:
         chunk is kept by reference while its frame is incomplete (it is immutable); any
         other buffer is copied, since its owner may reuse it.
         """
-        frames: list[memoryview] = []
+        return self._feed(data, False)
+
+    def feed_through(
+        self, data: bytes | bytearray | memoryview
+    ) -> list[memoryview | FrameStart | FrameMore]:
+        """As `feed`, but a frame of at least ``stream_after`` bytes comes as a
+        `FrameStart` and `FrameMore` pieces (see the module's docstring)."""
+        return self._feed(data, self.stream_after > 0)
+
+    def _feed(self, data: bytes | bytearray | memoryview, stream: bool) -> list[Any]:
+        frames: list[Any] = []
         view = memoryview(data)
         n = len(view)
         pos = 0
         limit = self.max_frame_bytes
+        if self._offered == 1:  # the caller took the FrameStart: pass the rest on
+            self._passing = True
+            self._pieces = []
+        self._offered = 0 if self._offered == 1 else self._offered
         if self._head:
             head = self._head
             take = min(4 - len(head), n)
@@ -97,19 +171,29 @@ class FrameReader:
             self._have = 0
         if self._need >= 0:
             take = min(self._need - self._have, n - pos)
-            if take:
+            if self._passing:
+                if take:
+                    frames.append(FrameMore(view[pos : pos + take]))
+            elif take:
                 self._keep(view[pos : pos + take], type(data) is bytes)
-                self._have += take
-                pos += take
+            self._have += take
+            pos += take
             if self._have < self._need:
+                if (
+                    stream
+                    and not self._passing
+                    and self._offered == 0
+                    and self._need >= self.stream_after
+                    and self._have >= self.stream_after
+                ):
+                    self._offer(frames)
                 return frames
-            pieces = self._pieces
-            if len(pieces) == 1:
-                frames.append(memoryview(pieces[0]))
-            else:
-                frames.append(memoryview(b"".join(pieces)))
+            if not self._passing:
+                frames.append(self._joined())
             self._pieces = []
             self._need = -1
+            self._passing = False
+            self._offered = 0
             self._first = False
         while n - pos >= 4:
             size = _size(view, pos)[0]
@@ -121,6 +205,8 @@ class FrameReader:
                 self._keep(view[pos + 4 :], type(data) is bytes)
                 self._have = n - pos - 4
                 self._need = size
+                if stream and size >= self.stream_after and self._have >= self.stream_after:
+                    self._offer(frames)
                 return frames
             frames.append(view[pos + 4 : end])
             pos = end

@@ -30,8 +30,8 @@ from kproxy.protocol.apis import (
 )
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import MalformedMessage, ProtocolError, UnsupportedVersion
-from kproxy.protocol.frames import FrameReader
-from kproxy.protocol.headers import parse_request_header, parse_response_header
+from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
+from kproxy.protocol.headers import RequestHeader, parse_request_header, parse_response_header
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.requests import produce_acks
 from kproxy.protocol.rewriter import rewrite
@@ -43,6 +43,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("kproxy.connection")
 _pack_size = INT32.pack
 _now = time.perf_counter
+# Requests at least this large (Produce batches) are forwarded as they arrive rather than
+# gathered whole first: cut-through saves a copy and the time to receive the whole frame
+# before sending its first byte. Their header and Produce acks are within these bytes
+# (a client id is at most 32,767 bytes, a transactional id likewise).
+STREAM_REQUESTS_AFTER = 65536
 
 
 class InFlight:
@@ -73,7 +78,7 @@ class ClientConnection(asyncio.Protocol):
         self.node_id = node_id
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
-        self.reader = FrameReader(ctx.max_frame_bytes)
+        self.reader = FrameReader(ctx.max_frame_bytes, stream_after=STREAM_REQUESTS_AFTER)
         self.inflight: CorrelationTable[InFlight] = CorrelationTable()
         self.closed = False
         self.close_cause = ""
@@ -158,7 +163,7 @@ class ClientConnection(asyncio.Protocol):
                 self.transport.pause_reading()
             return
         try:
-            frames = self.reader.feed(data)
+            frames = self.reader.feed_through(data)
             if frames:
                 out = self._requests(frames)
                 upstream.transport.writelines(out)
@@ -169,41 +174,31 @@ class ClientConnection(asyncio.Protocol):
             self._paused_for_inflight = True
             self._pause_client()
 
-    def _requests(self, frames: list[memoryview]) -> list[bytes | memoryview]:
+    def _requests(
+        self, frames: list[memoryview | FrameStart | FrameMore]
+    ) -> list[bytes | memoryview]:
         out: list[bytes | memoryview] = []
         ctx = self.ctx
         now = _now()
         for frame in frames:
-            hdr = parse_request_header(frame)
-            key = hdr.api_key
-            if not hdr.known:
-                if api_name(key) == "Unknown":
-                    raise UnsupportedVersion(f"unknown api key {key}", reason="unknown_api_key")
-                raise UnsupportedVersion(
-                    f"{api_name(key)} v{hdr.api_version} is not a version kproxy knows",
-                    reason="unknown_api_version",
-                )
-            if key == SASL_HANDSHAKE and hdr.api_version == 0:
-                # After SaslHandshake v0 the client sends raw SASL tokens with no Kafka
-                # header, which kproxy cannot frame-check. Every client since Kafka 1.0
-                # uses v1 + SaslAuthenticate (KIP-152), so v0 is refused outright.
-                raise UnsupportedVersion(
-                    "SaslHandshake v0 (raw SASL tokens, pre-KIP-152) is not supported",
-                    reason="sasl_handshake_v0",
-                )
-            versions = ctx.header_versions(key, hdr.api_version)
-            ctx.observer.frame(key, "request", len(frame))
-            # Produce with acks=0 expects no response: it must not hold an in-flight slot.
-            expects_response = not (
-                key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0
-            )
-            self.inflight.add(
-                hdr.correlation_id,
-                InFlight(key, hdr.api_version, versions[1], hdr.client_id, now),
-                expects_response,
-            )
-            if key in WALKED_REQUESTS and can_walk(key, hdr.api_version, True):
-                result = walk(frame, hdr.body_offset, key, hdr.api_version, True)
+            if type(frame) is FrameMore:
+                out.append(frame.data)
+                continue
+            if type(frame) is FrameStart:
+                # A large request on its way: unless kproxy must rewrite it, it is passed
+                # on as it arrives, its header read from its first bytes.
+                hdr = self._admit(frame.head, frame.size, now)
+                if hdr is None:
+                    self.reader.gather()
+                    continue
+                out.append(_pack_size(frame.size))
+                out.append(frame.head)
+                continue
+            assert type(frame) is memoryview
+            hdr = self._admit(frame, len(frame), now, whole=True)
+            assert hdr is not None
+            if hdr.api_key in WALKED_REQUESTS and can_walk(hdr.api_key, hdr.api_version, True):
+                result = walk(frame, hdr.body_offset, hdr.api_key, hdr.api_version, True)
                 if result.endpoints:
                     rw = rewrite(frame, result.endpoints, ctx.map_request_endpoint)
                     out.extend(rw.chunks)
@@ -211,6 +206,47 @@ class ClientConnection(asyncio.Protocol):
             out.append(_pack_size(len(frame)))
             out.append(frame)
         return out
+
+    def _admit(
+        self, frame: memoryview, size: int, now: float, whole: bool = False
+    ) -> RequestHeader | None:
+        """Check a request's header and record it as in flight.
+
+        For the start of a frame (``whole`` false) that kproxy may have to rewrite,
+        nothing is recorded and None is returned: it is read again when whole.
+        """
+        hdr = parse_request_header(frame)
+        key = hdr.api_key
+        if not whole and key in WALKED_REQUESTS:
+            return None
+        if not hdr.known:
+            if api_name(key) == "Unknown":
+                raise UnsupportedVersion(f"unknown api key {key}", reason="unknown_api_key")
+            raise UnsupportedVersion(
+                f"{api_name(key)} v{hdr.api_version} is not a version kproxy knows",
+                reason="unknown_api_version",
+            )
+        if key == SASL_HANDSHAKE and hdr.api_version == 0:
+            # After SaslHandshake v0 the client sends raw SASL tokens with no Kafka
+            # header, which kproxy cannot frame-check. Every client since Kafka 1.0
+            # uses v1 + SaslAuthenticate (KIP-152), so v0 is refused outright.
+            raise UnsupportedVersion(
+                "SaslHandshake v0 (raw SASL tokens, pre-KIP-152) is not supported",
+                reason="sasl_handshake_v0",
+            )
+        ctx = self.ctx
+        versions = ctx.header_versions(key, hdr.api_version)
+        ctx.observer.frame(key, "request", size)
+        # Produce with acks=0 expects no response: it must not hold an in-flight slot.
+        expects_response = not (
+            key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0
+        )
+        self.inflight.add(
+            hdr.correlation_id,
+            InFlight(key, hdr.api_version, versions[1], hdr.client_id, now),
+            expects_response,
+        )
+        return hdr
 
     def responses(self, frames: list[memoryview]) -> None:
         """Frames from upstream: rewrite, forward, then observe."""

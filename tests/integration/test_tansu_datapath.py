@@ -225,3 +225,39 @@ def test_kcat(kproxy: KproxyProcess, tmp_path: Path) -> None:
         dup += key in got
         got[key] = bytes.fromhex(hexval.decode())
     assert_exact(got, dup)
+
+
+def test_large_produce_requests_pass_through_whole(kproxy: KproxyProcess) -> None:
+    """Produce requests of 64 KiB to 1 MB are forwarded as they arrive (cut-through,
+    kproxy/proxy/connection.py): every byte must still reach the broker once, in order."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic = "dp-large"
+    create_topic(kproxy.bootstrap, topic)
+    sizes = [70_000 + (i * 104_729) % 830_000 for i in range(60)]
+    values = {
+        b"big%03d" % i: bytes((i * 31 + j) % 251 for j in range(n)) for i, n in enumerate(sizes)
+    }
+    producer = Producer({"bootstrap.servers": kproxy.bootstrap, "linger.ms": 5, "acks": "all"})
+    errors: list[object] = []
+    for key, value in values.items():
+        producer.produce(
+            topic, value, key, on_delivery=lambda e, _m: e is not None and errors.append(e)
+        )
+        producer.poll(0)
+    assert producer.flush(60) == 0 and not errors, errors[:3]
+
+    consumer = Consumer({"bootstrap.servers": kproxy.bootstrap, "group.id": "dp-large",
+                         "enable.auto.commit": False})  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    got: dict[bytes, bytes] = {}
+    idle = 0
+    while len(got) < len(values) and idle < 100:
+        batch = consumer.consume(100, 0.5)
+        idle = idle + 1 if not batch else 0
+        for m in batch:
+            assert m.error() is None, m.error()
+            got[m.key()] = m.value()
+    consumer.close()
+    assert got.keys() == values.keys()
+    assert [k for k in values if got[k] != values[k]] == []

@@ -22,7 +22,7 @@ from kproxy.protocol.errors import (
     NotKafka,
     ProtocolError,
 )
-from kproxy.protocol.frames import FrameReader
+from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import (
     parse_request_header,
     parse_response_header,
@@ -87,6 +87,70 @@ def test_large_chunks_are_joined_once_and_reused_buffers_are_copied() -> None:
             frames += reader.feed(chunk)
     (frame,) = frames
     assert bytes(frame) == body
+
+
+@given(
+    bodies=st.lists(st.binary(max_size=3000), max_size=8),
+    stream_after=st.integers(1, 600),
+    cuts=st.lists(st.integers(0, 30000), max_size=40),
+    decisions=st.lists(st.booleans(), max_size=20),
+    as_bytearray=st.booleans(),
+)
+def test_cut_through_hands_over_every_byte_once_in_order(
+    bodies: list[bytes],
+    stream_after: int,
+    cuts: list[int],
+    decisions: list[bool],
+    as_bytearray: bool,
+) -> None:
+    stream = b"".join(framed(b) for b in bodies)
+    points = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+    reader = FrameReader(1 << 20, stream_after=stream_after)
+    got: list[bytes] = []
+    current: bytearray | None = None  # a frame being handed over in pieces
+    expected_size = -1
+    gather_next = iter(decisions)
+    for a, b in itertools.pairwise(points):
+        chunk: bytes | bytearray = bytearray(stream[a:b]) if as_bytearray else stream[a:b]
+        for item in reader.feed_through(chunk):
+            if isinstance(item, FrameStart):
+                assert current is None
+                assert item.size >= stream_after and len(item.head) >= stream_after
+                assert len(item.head) < item.size
+                if next(gather_next, False):
+                    reader.gather()  # this one comes whole later
+                    continue
+                current, expected_size = bytearray(item.head), item.size
+            elif isinstance(item, FrameMore):
+                assert current is not None
+                current += item.data
+                if len(current) == expected_size:
+                    got.append(bytes(current))
+                    current = None
+            else:
+                assert current is None
+                got.append(bytes(item))
+        if as_bytearray:
+            chunk[:] = b"\xee" * len(chunk)  # the owner reuses its buffer
+    assert current is None
+    assert got == bodies
+    assert reader.buffered == 0
+
+
+def test_gather_only_after_a_frame_start() -> None:
+    reader = FrameReader(1000, stream_after=10)
+    with pytest.raises(RuntimeError):
+        reader.gather()
+    assert [bytes(f) for f in reader.feed(framed(b"x" * 50))] == [b"x" * 50]
+
+
+def test_cut_through_frame_truncated_by_the_peer_is_still_counted_as_buffered() -> None:
+    reader = FrameReader(1000, stream_after=10)
+    (start,) = reader.feed_through(framed(b"y" * 100)[:40])
+    assert isinstance(start, FrameStart) and start.size == 100
+    (more,) = reader.feed_through(b"y" * 30)
+    assert isinstance(more, FrameMore)
+    assert reader.buffered == 4 + 66
 
 
 def test_one_byte_at_a_time() -> None:
