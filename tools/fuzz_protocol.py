@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
 from kproxy.protocol.api_versions import clamp_api_versions  # noqa: E402
 from kproxy.protocol.apis import APIS  # noqa: E402
 from kproxy.protocol.errors import ProtocolError  # noqa: E402
-from kproxy.protocol.frames import FrameReader  # noqa: E402
+from kproxy.protocol.frames import FrameReader, FrameStart  # noqa: E402
 from kproxy.protocol.headers import parse_request_header, parse_response_header  # noqa: E402
 from kproxy.protocol.plan import PLANS  # noqa: E402
 from kproxy.protocol.requests import produce_acks  # noqa: E402
@@ -262,6 +262,13 @@ def exercise(data: bytes, key: PlanKey, rng: random.Random) -> None:
             assert len(f) <= limit
         if limit > 64:
             frames = got
+    # Cut-through: the same stream handed over in pieces, some frames gathered whole.
+    through = FrameReader(1 << 20, stream_after=rng.choice((1, 16, 200)))
+    with contextlib.suppress(ProtocolError):
+        for chunk in _splits(rng, data):
+            for item in through.feed_through(chunk):
+                if isinstance(item, FrameStart) and rng.random() < 0.3:
+                    through.gather()
     whole = memoryview(data)[4:] if len(data) >= 4 else memoryview(data)
     if not frames:
         frames = [whole]
