@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gzip
+import itertools
 import json
 import math
 import os
@@ -437,6 +438,36 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _growth(rows: list[dict[str, Any]]) -> list[str]:
+    """How each reader's time and memory grow from one size to the next."""
+    if len(rows) < 2:
+        return []
+    out = ["", "How cost grows with input (between consecutive sizes):", ""]
+    for a, b in itertools.pairwise(rows):
+        millions = (b["events"] - a["events"]) / 1e6
+        spark = (b["spark"]["wall_s"] - a["spark"]["wall_s"]) / millions
+        plain = (b["python"]["wall_s"] - a["python"]["wall_s"]) / millions
+        out.append(
+            f"* {a['size']} to {b['size']}: kproxy analyze +{spark:.1f} s per million events, "
+            f"plain Python +{plain:.1f} s; peak memory {a['spark']['peak_tree_rss_mb']:,.0f} "
+            f"to {b['spark']['peak_tree_rss_mb']:,.0f} MB against "
+            f"{a['python']['peak_tree_rss_mb']:,.0f} to {b['python']['peak_tree_rss_mb']:,.0f} MB"
+        )
+    first = rows[0]
+    fixed = first["spark"]["wall_s"] - first["python"]["wall_s"]
+    out += [
+        "",
+        f"Spark's fixed cost (JVM and session start, per-stage scheduling, writing the "
+        f"tables and report) is the bulk at {first['size']} ({fixed:.0f} s more than the "
+        "plain reading). Past it, time grows linearly for both, and Spark's memory stays "
+        "flat while the plain reading's grows with the input (it holds every value it "
+        "takes an exact percentile of). On two cores one Python process keeps up; Spark's "
+        "answer to a fleet that outgrows one machine is `--master`: the same job on a "
+        "cluster, its input split across executors.",
+    ]
+    return out
+
+
 def render_md(results: dict[str, Any]) -> str:
     m = results["machine"]
     rows = sorted(results["sizes"].values(), key=lambda r: r["events"])
@@ -482,6 +513,7 @@ def render_md(results: dict[str, Any]) -> str:
             f"| {s['wall_s'] / p['wall_s']:.1f} | {'yes' if r['figures_agree'] else 'NO'} "
             f"| {r['load_before']} |"
         )
+    lines += _growth(rows)
     lines += ["", "Per run:", ""]
     for r in rows:
         h = r["headline"]
