@@ -311,6 +311,20 @@ class HaproxyPeer:
 # ---------------------------------------------------------------------------------------
 
 
+def start_listening(
+    name: str, argv: list[str], workdir: Path, port: int, timeout: float, title: str
+) -> PeerProcess:
+    """Start a peer and wait until it listens on ``port``; :class:`Unavailable` if not."""
+    proc = PeerProcess(name, argv, log_path=workdir / f"{name}.log").start()
+    try:
+        wait_for_port(LOOPBACK, port, timeout, alive=lambda: proc.running, what=name)
+    except (TimeoutError, RuntimeError) as exc:
+        failure = proc.describe_failure()
+        proc.stop(timeout=5)
+        raise Unavailable(f"{title} did not start: {exc}: {failure[-400:]}") from exc
+    return proc
+
+
 def _last_error(text: str, limit: int = 300) -> str:
     lines = [ln.strip() for ln in text.splitlines() if "ERROR" in ln or "error" in ln.lower()]
     line = lines[0] if lines else (text.strip().splitlines() or ["(no output)"])[-1]
@@ -464,15 +478,7 @@ class KroxyliciousPeer:
             "-Dorg.apache.logging.log4j.level=INFO",
             "-cp", classpath, KROXYLICIOUS_MAIN, "--config", str(cfg),
         ]  # fmt: skip
-        self.process = PeerProcess(self.name, argv, log_path=self.workdir / f"{self.name}.log")
-        self.process.start()
-        proc = self.process
-        try:
-            wait_for_port(LOOPBACK, self.port, 60, alive=lambda: proc.running, what=self.name)
-        except (TimeoutError, RuntimeError) as exc:
-            failure = proc.describe_failure()
-            proc.stop(timeout=5)
-            raise Unavailable(f"Kroxylicious did not start: {exc}: {failure[-400:]}") from exc
+        self.process = start_listening(self.name, argv, self.workdir, self.port, 60, "Kroxylicious")
         return self
 
     def stop(self) -> None:
@@ -554,15 +560,7 @@ class GrepplabsPeer:
             "--log-level", "warning",
         ]  # fmt: skip
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.process = PeerProcess(self.name, argv, log_path=self.workdir / f"{self.name}.log")
-        self.process.start()
-        proc = self.process
-        try:
-            wait_for_port(LOOPBACK, self.port, 30, alive=lambda: proc.running, what=self.name)
-        except (TimeoutError, RuntimeError) as exc:
-            failure = proc.describe_failure()
-            proc.stop(timeout=5)
-            raise Unavailable(f"kafka-proxy did not start: {exc}: {failure[-400:]}") from exc
+        self.process = start_listening(self.name, argv, self.workdir, self.port, 30, "kafka-proxy")
         return self
 
     def stop(self) -> None:

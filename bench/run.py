@@ -644,8 +644,8 @@ class Harness:
             rss_idle = memory_kb(pid).get("VmRSS", 0) if pid is not None else 0
             result = _generator("produce", bootstrap, topic, timeout, size=p["size"],
                                 count=p["count"], acks=p["acks"], partition=0)  # fmt: skip
-            holder.stdin.close()
-            out, _ = holder.communicate(timeout=60)
+            # Closing its stdin (communicate does) tells the holder to report and exit.
+            out, _ = holder.communicate(input="", timeout=60)
             held = json.loads(out.strip().splitlines()[-1])
             result["idle_open_seconds"] = round(float(ready["open_seconds"]), 2)
             result["idle_alive_at_end"] = held.get("alive_at_end")

@@ -311,9 +311,8 @@ class KafkaUpstream(Upstream):
         self.cluster.close()
 
     def create_topic(self, topic: str, partitions: int, side: str) -> None:
-        # One broker serves both sides: create once.
-        if side == MAIN:
-            self.cluster.create_topic(topic, partitions=partitions, rf=1)
+        # One broker serves both sides: a topic of either side is created on it.
+        self.cluster.create_topic(topic, partitions=partitions, rf=1)
 
     def drop_topics(self, topics: list[str]) -> None:
         if not topics:
