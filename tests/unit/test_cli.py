@@ -155,15 +155,7 @@ def test_analyze_without_pyspark(tmp_path: Path) -> None:
         "raise SystemExit(main(sys.argv[1:]))\n"
     )
     out = str(tmp_path / "out")
-    result = subprocess.run(
-        [sys.executable, "-c", script, "analyze", str(tmp_path / "events.jsonl"), "--out", out],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=_env(),
-        timeout=120,
-        check=False,
-    )
+    result = run_script(script, "analyze", str(tmp_path / "events.jsonl"), "--out", out)
     assert result.returncode == 2
     assert result.stderr == (
         "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'\n"
@@ -199,8 +191,13 @@ FAKE_APP_SCRIPT = textwrap.dedent(
 
 
 def run_with_fake_app(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_script(FAKE_APP_SCRIPT, *args)
+
+
+def run_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A Python script in a child process, in the repository, with kproxy importable."""
     return subprocess.run(
-        [sys.executable, "-c", FAKE_APP_SCRIPT, *args],
+        [sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         cwd=REPO,
