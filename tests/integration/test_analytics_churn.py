@@ -10,14 +10,12 @@ same event files, and what kproxy's own /metrics counters said before it stopped
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import random
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -30,6 +28,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 pq = pytest.importorskip("pyarrow.parquet")
 
+from tests.churn_traffic import churn_traffic, topology_leaders  # noqa: E402
 from tests.integration.test_observability import metrics_sum, parse_exposition  # noqa: E402
 from tests.kproxy_process import REPO, KproxyProcess  # noqa: E402
 from tests.peers.mock_cluster import MockCluster  # noqa: E402
@@ -55,7 +54,6 @@ def percentile(values: list[float], p: float) -> float:
 @pytest.fixture
 def churned(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """Runs the churn; yields the event directory and kproxy's last /metrics text."""
-    from confluent_kafka import Consumer, Producer
 
     with MockCluster(brokers=3) as mc:
         mc.create_topic(TOPIC, PARTITIONS, 3)
@@ -64,42 +62,7 @@ def churned(tmp_path: Path) -> Iterator[tuple[Path, str]]:
             tmp_path / "kproxy", mc.bootstraps.split(","), events={"request_sample_rate": 0.2}
         )
         with kp:
-            producer = Producer(
-                {"bootstrap.servers": kp.bootstrap, "linger.ms": 5, "client.id": "churn-producer"}
-            )
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": kp.bootstrap,
-                    "group.id": "churn",
-                    "auto.offset.reset": "earliest",
-                    "client.id": "churn-consumer",
-                }
-            )
-            consumer.subscribe([TOPIC])
-            stop = threading.Event()
-            delivered = Counter[int]()
-
-            def traffic(prod: Any) -> None:
-                i = 0
-                while not stop.is_set():
-                    for p in range(PARTITIONS):
-                        with contextlib.suppress(BufferError):
-                            prod.produce(
-                                TOPIC,
-                                b"%d" % i,
-                                partition=p,
-                                on_delivery=lambda e, m: (
-                                    e is None and delivered.update([m.partition()])
-                                ),
-                            )
-                    i += 1
-                    prod.poll(0.005)
-                    consumer.poll(0)
-
-            worker = threading.Thread(target=traffic, args=(producer,), daemon=True)
-            worker.start()
-            try:
-                wait_until(lambda: len(delivered) == PARTITIONS, 30, what="traffic everywhere")
+            with churn_traffic(kp.bootstrap, TOPIC, PARTITIONS, "churn"):
                 rng = random.Random(11)
                 final: dict[int, tuple[int, int]] = {}
                 for r in range(1, ROUNDS + 1):
@@ -108,23 +71,12 @@ def churned(tmp_path: Path) -> Iterator[tuple[Path, str]]:
                         mc.set_leader(TOPIC, p, leader)
                         final[p] = (leader, r)  # each move bumps the epoch by one
                     time.sleep(0.25)  # the churn's own pace, not a wait for readiness
-
-                def converged() -> bool:
-                    parts = kp.topology()["partitions"]
-                    seen = {
-                        x["partition"]: (x["leader"], x["leader_epoch"])
-                        for x in parts
-                        if x["topic"] == TOPIC
-                    }
-                    return seen == final
-
-                wait_until(converged, 60, what="kproxy to see the last moves", interval=0.2)
-            finally:
-                stop.set()
-                worker.join(30)
-            producer.flush(30)
-            del producer
-            consumer.close()
+                wait_until(
+                    lambda: topology_leaders(kp, TOPIC) == final,
+                    60,
+                    what="kproxy to see the last moves",
+                    interval=0.2,
+                )
 
             def all_closed() -> bool:
                 metrics = parse_exposition(kp.metrics_text())

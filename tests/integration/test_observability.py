@@ -8,7 +8,6 @@ by one per move) and checks, through Prometheus's own HTTP API, the event log an
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import subprocess
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.churn_traffic import churn_traffic, topology_leaders
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
@@ -73,70 +73,28 @@ def run(tmp_path: Path) -> Iterator[tuple[MockCluster, KproxyProcess, Prometheus
 def test_metrics_events_and_topology_agree_with_the_churn(
     run: tuple[MockCluster, KproxyProcess, Prometheus],
 ) -> None:
-    from confluent_kafka import Consumer, Producer
 
     mc, kp, prom = run
     moves = Moves()
-    producer = Producer(
-        {"bootstrap.servers": kp.bootstrap, "linger.ms": 5, "client.id": "observed-producer"}
-    )
-    consumer = Consumer(
-        {
-            "bootstrap.servers": kp.bootstrap,
-            "group.id": "observed",
-            "auto.offset.reset": "earliest",
-            "client.id": "observed-consumer",
-        }
-    )
-    consumer.subscribe([TOPIC])
-    stop_traffic = threading.Event()
-    delivered = Counter[int]()
-
-    def traffic(prod: Any) -> None:
-        i = 0
-        while not stop_traffic.is_set():
+    with churn_traffic(kp.bootstrap, TOPIC, PARTITIONS, "observed"):
+        rng = random.Random(4)
+        churn_started = time.time()
+        for _ in range(25):  # 25 rounds, 200 ms apart
             for p in range(PARTITIONS):
-                with contextlib.suppress(BufferError):
-                    prod.produce(
-                        TOPIC,
-                        b"%d" % i,
-                        partition=p,
-                        on_delivery=lambda e, m: e is None and delivered.update([m.partition()]),
-                    )
-            i += 1
-            prod.poll(0.005)
-            consumer.poll(0)
-
-    worker = threading.Thread(target=traffic, args=(producer,), daemon=True)
-    worker.start()
-    # Every partition is seen before the first move...
-    wait_until(lambda: len(delivered) == PARTITIONS, 30, what="traffic on every partition")
-    rng = random.Random(4)
-    churn_started = time.time()
-    for _ in range(25):  # 25 rounds, 200 ms apart
-        for p in range(PARTITIONS):
-            leader = rng.choice(BROKERS)
-            before = time.time()
-            mc.set_leader(TOPIC, p, leader)
-            moves.record(p, leader, before)
-        time.sleep(0.2)  # the churn's own pace, not a wait for readiness
-    final = moves.final_states()
-
-    # ...and after the last move: /topology converges on the mock cluster's final leaders
-    # and epochs (a last move may keep the leader and only bump the epoch).
-    def topology_final() -> bool:
-        parts = kp.topology()["partitions"]
-        states = {
-            r["partition"]: (r["leader"], r["leader_epoch"]) for r in parts if r["topic"] == TOPIC
-        }
-        return states == final
-
-    wait_until(topology_final, 60, what="/topology to show the final leaders", interval=0.2)
-    stop_traffic.set()
-    worker.join(30)
-    producer.flush(30)
-    del producer  # librdkafka closes its connections when the handle goes
-    consumer.close()
+                leader = rng.choice(BROKERS)
+                before = time.time()
+                mc.set_leader(TOPIC, p, leader)
+                moves.record(p, leader, before)
+            time.sleep(0.2)  # the churn's own pace, not a wait for readiness
+        final = moves.final_states()
+        # After the last move /topology converges on the mock cluster's final leaders and
+        # epochs (a last move may keep the leader and only bump the epoch).
+        wait_until(
+            lambda: topology_leaders(kp, TOPIC) == final,
+            60,
+            what="/topology to show the final leaders",
+            interval=0.2,
+        )
 
     def all_closed() -> bool:
         active = metrics_sum(parse_exposition(kp.metrics_text()), "kproxy_connections_active")
