@@ -134,7 +134,27 @@ class AdvertisedTansu(TansuBroker):
 # ---------------------------------------------------------------------------------------
 
 
-class KproxyPeer:
+class LoopbackPeer:
+    """A proxy process listening on one loopback port: what every path's peer shares."""
+
+    port: int
+    process: PeerProcess | None
+    stop_timeout = 10.0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop(timeout=self.stop_timeout)
+
+
+class KproxyPeer(LoopbackPeer):
     """kproxy as a subprocess on uvloop or the standard asyncio loop."""
 
     def __init__(
@@ -170,14 +190,6 @@ class KproxyPeer:
             "log": {"level": log_level},
         }
         self.process: PeerProcess | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
 
     def start(self) -> KproxyPeer:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -221,9 +233,7 @@ class KproxyPeer:
                 out[key] += float(line.rsplit(" ", 1)[1])
         return out
 
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(timeout=10)
+    stop_timeout = 10.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,7 +250,7 @@ def haproxy_version() -> str | None:
     return m.group(1) if m else out.splitlines()[0] if out else None
 
 
-class HaproxyPeer:
+class HaproxyPeer(LoopbackPeer):
     """haproxy in TCP mode: ``port`` -> ``backend``, plus one frontend per extra route
     (``(listen port, backend)``, for clusters whose brokers advertise haproxy's ports)."""
 
@@ -258,14 +268,6 @@ class HaproxyPeer:
         self.port = port or free_port()
         self.routes = [(self.port, backend), *(extra_routes or [])]
         self.process: PeerProcess | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
 
     def config(self) -> str:
         # haproxy needs two descriptors a connection: maxconn 20,000 would not fit this
@@ -301,9 +303,7 @@ class HaproxyPeer:
             wait_for_port(LOOPBACK, port, 15, alive=lambda: proc.running, what=self.name)
         return self
 
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(timeout=5)
+    stop_timeout = 5.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -423,7 +423,7 @@ def _fetch_kroxylicious(home: Path, version: str, runtime_jar: str) -> None:
     (home / ".complete").write_text(version + "\n")
 
 
-class KroxyliciousPeer:
+class KroxyliciousPeer(LoopbackPeer):
     """Kroxylicious pass-through (no filters), port-per-broker networking
     (``portIdentifiesNode``): bootstrap on P, node N on P + 1 + (N - first id)."""
 
@@ -434,14 +434,6 @@ class KroxyliciousPeer:
         self.workdir = workdir
         self.port = consecutive_free_ports(len(self.node_ids) + 1)
         self.process: PeerProcess | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
 
     def config(self) -> dict[str, Any]:
         return {
@@ -481,9 +473,7 @@ class KroxyliciousPeer:
         self.process = start_listening(self.name, argv, self.workdir, self.port, 60, "Kroxylicious")
         return self
 
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(timeout=10)
+    stop_timeout = 10.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -527,7 +517,7 @@ def ensure_grepplabs() -> Path:
     return exe
 
 
-class GrepplabsPeer:
+class GrepplabsPeer(LoopbackPeer):
     """grepplabs kafka-proxy with one bootstrap mapping per broker (``upstream`` is a
     comma-separated list of the brokers' advertised addresses); the first is the
     bootstrap."""
@@ -542,14 +532,6 @@ class GrepplabsPeer:
         self.local_ports = ports[:-1]
         self.process: PeerProcess | None = None
 
-    @property
-    def bootstrap(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
-
     def start(self) -> GrepplabsPeer:
         exe = ensure_grepplabs()
         argv = [str(exe), "server"]
@@ -563,9 +545,7 @@ class GrepplabsPeer:
         self.process = start_listening(self.name, argv, self.workdir, self.port, 30, "kafka-proxy")
         return self
 
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(timeout=5)
+    stop_timeout = 5.0
 
 
 # ---------------------------------------------------------------------------------------
