@@ -124,7 +124,11 @@ class FrameReader:
         return memoryview(b"".join(pieces))
 
     def _offer(self, out: list[Any]) -> None:
-        """Hand over the incomplete frame's start, if it is large enough to stream."""
+        """Hand over the incomplete frame's start, if it is large enough to stream and
+        not already handed over or asked for whole (its body is larger than what is in
+        hand, so ``stream_after`` bytes in hand make it large enough)."""
+        if self._passing or self._offered or self._have < self.stream_after:
+            return
         head = self._joined()
         self._pieces = [head]
         self._offered = 1
@@ -155,7 +159,7 @@ class FrameReader:
         if self._offered == 1:  # the caller took the FrameStart: pass the rest on
             self._passing = True
             self._pieces = []
-        self._offered = 0 if self._offered == 1 else self._offered
+            self._offered = 0
         if self._head:
             head = self._head
             take = min(4 - len(head), n)
@@ -179,13 +183,7 @@ class FrameReader:
             self._have += take
             pos += take
             if self._have < self._need:
-                if (
-                    stream
-                    and not self._passing
-                    and self._offered == 0
-                    and self._need >= self.stream_after
-                    and self._have >= self.stream_after
-                ):
+                if stream:
                     self._offer(frames)
                 return frames
             if not self._passing:
@@ -205,7 +203,7 @@ class FrameReader:
                 self._keep(view[pos + 4 :], type(data) is bytes)
                 self._have = n - pos - 4
                 self._need = size
-                if stream and size >= self.stream_after and self._have >= self.stream_after:
+                if stream:
                     self._offer(frames)
                 return frames
             frames.append(view[pos + 4 : end])
