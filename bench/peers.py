@@ -233,8 +233,6 @@ class KproxyPeer(LoopbackPeer):
                 out[key] += float(line.rsplit(" ", 1)[1])
         return out
 
-    stop_timeout = 10.0
-
 
 # ---------------------------------------------------------------------------------------
 # haproxy (TCP mode: no parsing, the floor a proxy's cost is measured from)
@@ -473,24 +471,29 @@ class KroxyliciousPeer(LoopbackPeer):
         self.process = start_listening(self.name, argv, self.workdir, self.port, 60, "Kroxylicious")
         return self
 
-    stop_timeout = 10.0
-
 
 # ---------------------------------------------------------------------------------------
 # grepplabs kafka-proxy (Go, through the Go module proxy)
 # ---------------------------------------------------------------------------------------
 
 
-def ensure_grepplabs() -> Path:
-    """The ``kafka-proxy`` binary: on PATH, in the cache, or built with ``go install``
-    into the cache. :class:`Unavailable` with Go's own reason if it does not build."""
+def _installed_grepplabs() -> Path | None:
+    """The ``kafka-proxy`` binary on PATH or in the cache, if either has one."""
     found = shutil.which("kafka-proxy")
     if found:
         return Path(found)
+    exe = cache_root() / "grepplabs-kafka-proxy" / "bin" / "kafka-proxy"
+    return exe if exe.is_file() else None
+
+
+def ensure_grepplabs() -> Path:
+    """The ``kafka-proxy`` binary: on PATH, in the cache, or built with ``go install``
+    into the cache. :class:`Unavailable` with Go's own reason if it does not build."""
+    installed = _installed_grepplabs()
+    if installed is not None:
+        return installed
     bindir = cache_root() / "grepplabs-kafka-proxy" / "bin"
     exe = bindir / "kafka-proxy"
-    if exe.is_file():
-        return exe
     failed = bindir.parent / "install-failed.txt"
     if failed.is_file():
         # One attempt per machine; delete the file to try again.
@@ -583,10 +586,10 @@ def java_version() -> str | None:
 
 
 def grepplabs_version() -> str | None:
-    """The module version ``go version -m`` finds in the installed binary, if any."""
-    try:
-        exe = ensure_grepplabs()
-    except Unavailable:
+    """The module version ``go version -m`` finds in the installed binary, if any
+    (looking never installs: a run that leaves grepplabs out must not build it)."""
+    exe = _installed_grepplabs()
+    if exe is None:
         return None
     go = shutil.which("go")
     if go is None:

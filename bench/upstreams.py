@@ -36,7 +36,7 @@ from bench.peers import (
     Unavailable,
 )
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.peers.net import LOOPBACK, free_port, free_ports, wait_until
+from tests.peers.net import LOOPBACK, free_port, free_ports
 from tests.peers.tansu import TANSU_NODE_ID, TansuBroker, TansuProxy
 
 #: Every path, in run order within a round.
@@ -334,7 +334,6 @@ class MockUpstream(Upstream):
     advertise haproxy's ports (one frontend per broker)."""
 
     name = "mock"
-    node_ids = [1, 2, 3]
 
     def __init__(self, workdir: Path, brokers: int = 3) -> None:
         super().__init__(workdir)
@@ -420,17 +419,3 @@ class LeaderMover:
         self._stop.set()
         self._thread.join(timeout=5)
         return self.moves
-
-
-def wait_metadata(bootstrap: str, timeout: float = 30) -> None:
-    """Wait until ``bootstrap`` answers Metadata (a proxy that just started)."""
-    from tests.peers.net import fetch_metadata
-
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    wait_until(
-        lambda: fetch_metadata(host, int(port), [], timeout=5),
-        timeout,
-        interval=0.2,
-        what=f"Metadata from {bootstrap}",
-        ignore=(OSError, ValueError),
-    )
