@@ -107,7 +107,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    if not _importable("pyspark"):
+    # The analytics extra: PySpark runs the job, matplotlib draws the report's plots.
+    if not (_importable("pyspark") and _importable("matplotlib")):
         _err(ANALYZE_HINT)
         return EXIT_USAGE
     analytics = importlib.import_module("kproxy.analytics.cli")

@@ -40,7 +40,7 @@ pytest.importorskip("matplotlib")
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from kproxy.analytics import cli as analytics_cli
+from kproxy import cli as kproxy_cli
 from kproxy.analytics import inputs as inp
 from kproxy.analytics import job
 from kproxy.analytics.model import Analysis
@@ -728,9 +728,8 @@ def test_without_matplotlib_says_how_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    args = job.build_parser().parse_args(["x"])
-    assert analytics_cli.run_analyze(args) == 2
-    assert capsys.readouterr().err == analytics_cli.MISSING_HINT + "\n"
+    assert kproxy_cli.main(["analyze", "x", "--out", "unused"]) == 2
+    assert capsys.readouterr().err == kproxy_cli.ANALYZE_HINT + "\n"
 
 
 # -- spark-submit -----------------------------------------------------------------------------
