@@ -86,6 +86,11 @@ def _collectable(df: DataFrame) -> DataFrame:
     )
 
 
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    """`df` collected as dicts, timestamps in UTC (`_collectable`)."""
+    return [r.asDict(recursive=True) for r in _collectable(df).collect()]
+
+
 class _Tables:
     """Writes each table to DIR/tables/<name>/ and keeps its head for the report."""
 
@@ -99,7 +104,7 @@ class _Tables:
         try:
             frame.write.mode("overwrite").parquet(join(self.out, "tables", name))
             collected = frame.limit(head) if head is not None else frame
-            rows = [r.asDict(recursive=True) for r in _collectable(collected).collect()]
+            rows = _rows(collected)
             total = frame.count() if head is not None else len(rows)
         finally:
             frame.unpersist()
@@ -109,7 +114,7 @@ class _Tables:
 
     def keep(self, name: str, df: DataFrame) -> Table:
         """Collected for a plot only, not written."""
-        rows = [r.asDict(recursive=True) for r in _collectable(df).collect()]
+        rows = _rows(df)
         table = Table(rows, len(rows))
         self.analysis.tables[name] = table
         return table
@@ -163,14 +168,16 @@ def _aggregate(
     t = _Tables(out, analysis)
     sc = spark.sparkContext
 
-    progress.step(STEPS[1])
-    sc.setJobDescription("kproxy: overview")
+    def begin(step: int) -> None:
+        progress.step(STEPS[step])
+        sc.setJobDescription(f"kproxy: {STEPS[step]}")  # named in the Spark UI and logs
+
+    begin(1)
     t.save("event_counts", tb.event_counts(events))
     t.save("proxies", tb.proxies(events), head=HEAD_ROWS)
     t.save("connections", tb.connections(tb.of_type(events, "connection")), head=HEAD_ROWS)
 
-    progress.step(STEPS[2])
-    sc.setJobDescription("kproxy: leader changes")
+    begin(2)
     named_types = events.filter(F.col("type").isin("leader_change", "redirect", "recovery"))
     names = tb.topic_names(named_types).persist()
     changes = tb.with_topic_names(tb.of_type(events, "leader_change"), names)
@@ -192,24 +199,20 @@ def _aggregate(
         )
         t.keep("plot_moves_over_time", _moves_by_label(moves, by_topic, step))
 
-        progress.step(STEPS[3])
-        sc.setJobDescription("kproxy: redirects")
+        begin(3)
         redirects = tb.with_topic_names(tb.of_type(events, "redirect"), names)
         t.save("redirects_by_api", tb.redirects_by_api(redirects))
         t.save("redirects_by_route", tb.redirects_by_route(redirects), ROUTE_ROWS)
 
-        progress.step(STEPS[4])
-        sc.setJobDescription("kproxy: recoveries")
+        begin(4)
         recoveries = tb.with_topic_names(tb.of_type(events, "recovery"), names)
         _save_recovery_percentiles(t, tb.recovery_percentiles(recoveries))
         t.save("recovery_curve", tb.recovery_curve(recoveries))
 
-        progress.step(STEPS[5])
-        sc.setJobDescription("kproxy: request latency")
+        begin(5)
         t.save("latency_by_api", tb.latency_by_api(tb.of_type(events, "request_sample")))
 
-        progress.step(STEPS[6])
-        sc.setJobDescription("kproxy: clients and topics")
+        begin(6)
         t.save("clients", tb.clients(redirects, recoveries), HEAD_ROWS)
         t.save("topics", tb.topics(moves, redirects, recoveries), HEAD_ROWS)
     finally:
@@ -236,10 +239,9 @@ def _save_recovery_percentiles(t: _Tables, df: DataFrame) -> None:
     frame = df.persist()
     try:
         full = t.save("recovery_percentiles", frame, head=0)
-        head = frame.filter(F.col("scope") != "client").collect()
-        clients = frame.filter(F.col("scope") == "client").limit(HEAD_ROWS).collect()
-        rows = [r.asDict(recursive=True) for r in [*head, *clients]]
-        t.analysis.tables["recovery_percentiles"] = Table(rows, full.total_rows)
+        head = _rows(frame.filter(F.col("scope") != "client"))
+        clients = _rows(frame.filter(F.col("scope") == "client").limit(HEAD_ROWS))
+        t.analysis.tables["recovery_percentiles"] = Table(head + clients, full.total_rows)
     finally:
         frame.unpersist()
 
