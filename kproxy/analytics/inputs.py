@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -36,6 +36,7 @@ from kproxy.analytics.schema import (
     REQUIRED_FIELDS,
     line_schema,
 )
+from kproxy.analytics.session import hadoop_path
 
 __all__ = [
     "InputError",
@@ -66,14 +67,11 @@ def check_inputs(spark: SparkSession, inputs: list[str]) -> None:
     Spark would raise too, but with a JVM stack trace on stderr; a typo in a path
     deserves one line. An existing empty file or directory is fine (empty report).
     """
-    sc = spark.sparkContext
-    jvm = cast(Any, sc._jvm)
-    conf = cast(Any, sc._jsc).hadoopConfiguration()
     missing = []
     for text in inputs:
-        path = jvm.org.apache.hadoop.fs.Path(text)
         try:
-            found = path.getFileSystem(conf).globStatus(path)
+            fs, path = hadoop_path(spark, text)
+            found = fs.globStatus(path)
         except Exception as exc:  # py4j's Py4JJavaError: e.g. no FileSystem for s3a://
             java = getattr(exc, "java_exception", None)
             reason = str(java.getMessage()) if java is not None else str(exc)

@@ -17,6 +17,8 @@ from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
+from kproxy.analytics.session import hadoop_path
+
 __all__ = ["join", "report_dir"]
 
 
@@ -25,18 +27,10 @@ def join(out: str, *names: str) -> str:
     return "/".join([out.rstrip("/"), *names])
 
 
-def _hadoop_path(spark: SparkSession, out: str) -> tuple[Any, Any]:
-    sc = spark.sparkContext
-    jvm = cast(Any, sc._jvm)
-    conf = cast(Any, sc._jsc).hadoopConfiguration()
-    path = jvm.org.apache.hadoop.fs.Path(out)
-    return path.getFileSystem(conf), path
-
-
 def local_dir(spark: SparkSession, out: str) -> Path | None:
     """DIR as a local path when it is on the local file system (also when a relative
     DIR resolves there through fs.defaultFS), else None."""
-    fs, path = _hadoop_path(spark, out)
+    fs, path = hadoop_path(spark, out)
     if str(fs.getScheme()) != "file":
         return None
     return Path(str(fs.makeQualified(path).toUri().getPath()))
@@ -53,7 +47,7 @@ def report_dir(spark: SparkSession, out: str) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix="kproxy-report-"))
     try:
         yield staging
-        fs, path = _hadoop_path(spark, out)
+        fs, path = hadoop_path(spark, out)
         jvm = cast(Any, spark.sparkContext._jvm)
         for item in sorted(staging.rglob("*")):
             if item.is_file():

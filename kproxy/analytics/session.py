@@ -9,12 +9,14 @@ or what a laptop run needs.
 from __future__ import annotations
 
 import os
+from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
 __all__ = [
     "APP_NAME",
     "build_session",
+    "hadoop_path",
     "is_local_master",
     "local_shuffle_partitions",
     "under_spark_submit",
@@ -22,6 +24,15 @@ __all__ = [
 
 APP_NAME = "kproxy-analyze"
 LOOPBACK = "127.0.0.1"
+
+
+def hadoop_path(spark: SparkSession, text: str) -> tuple[Any, Any]:
+    """Hadoop's FileSystem for `text` (a path or any URI it reads) and its Path."""
+    sc = spark.sparkContext
+    jvm = cast(Any, sc._jvm)
+    conf = cast(Any, sc._jsc).hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(text)
+    return path.getFileSystem(conf), path
 
 
 def is_local_master(master: str) -> bool:
