@@ -48,20 +48,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from bench.analytics_gen import FleetSpec, generate
+from kproxy.events import EVENT_TYPES, SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_JSON = REPO / "bench" / "analytics_results.json"
 RESULTS_MD = REPO / "bench" / "ANALYTICS_RESULTS.md"
 DEFAULT_SIZES = ("1M", "5M", "20M")
 PERCENTILES = (0.5, 0.9, 0.99)
-KNOWN_TYPES = (
-    "leader_change",
-    "redirect",
-    "recovery",
-    "node_discovered",
-    "connection",
-    "request_sample",
-)
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -264,13 +257,18 @@ def baseline(root: Path) -> dict[str, Any]:
                 rejected["malformed"] += 1
                 continue
             schema, kind = e.get("schema"), e.get("type")
-            if isinstance(schema, int) and schema > 1:
+            if isinstance(schema, int) and schema > SCHEMA_VERSION:
                 rejected["newer_schema"] += 1
                 continue
-            if schema != 1 or not isinstance(kind, str) or "ts" not in e or "proxy" not in e:
+            if (
+                schema != SCHEMA_VERSION
+                or not isinstance(kind, str)
+                or "ts" not in e
+                or "proxy" not in e
+            ):
                 rejected["malformed"] += 1
                 continue
-            if kind not in KNOWN_TYPES:
+            if kind not in EVENT_TYPES:
                 rejected["unknown_type"] += 1
                 continue
             try:
