@@ -7,9 +7,11 @@ kproxy, on a thread of their own, while the test moves leaders on the mock clust
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from tests.kproxy_process import KproxyProcess
@@ -76,3 +78,12 @@ def topology_leaders(kp: KproxyProcess, topic: str) -> dict[int, tuple[int, int]
         for r in kp.topology()["partitions"]
         if r["topic"] == topic
     }
+
+
+def read_event_files(directory: Path) -> list[dict[str, Any]]:
+    """Every line of kproxy's event log files in ``directory``, in file order; a line
+    that is not JSON fails the test."""
+    events: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("events-*.jsonl")):
+        events.extend(json.loads(line) for line in path.read_text().splitlines())
+    return events

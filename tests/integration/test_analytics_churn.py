@@ -28,7 +28,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from tests.churn_traffic import churn_traffic, topology_leaders  # noqa: E402
+from tests.churn_traffic import churn_traffic, read_event_files, topology_leaders  # noqa: E402
 from tests.integration.test_observability import metrics_sum, parse_exposition  # noqa: E402
 from tests.kproxy_process import REPO, KproxyProcess  # noqa: E402
 from tests.peers.mock_cluster import MockCluster  # noqa: E402
@@ -88,13 +88,6 @@ def churned(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         yield kp.tmp / "events", metrics_text
 
 
-def read_events(directory: Path) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    for path in sorted(directory.glob("events-*.jsonl")):
-        events.extend(json.loads(line) for line in path.read_text().splitlines() if line)
-    return events
-
-
 def parquet(out: Path, name: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = pq.read_table(out / "tables" / name).to_pylist()
     return rows
@@ -131,7 +124,7 @@ def test_analyze_agrees_with_the_event_files_and_the_metrics(
     assert "[8/8] report" in result.stderr  # progress goes to stderr
 
     # -- plain Python over the same files ---------------------------------------------------------
-    events = read_events(events_dir)
+    events = read_event_files(events_dir)
     by_type = Counter(e["type"] for e in events)
     metrics = parse_exposition(metrics_text)
     assert metrics_sum(metrics, "kproxy_events_dropped_total") == 0

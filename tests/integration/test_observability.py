@@ -8,7 +8,6 @@ by one per move) and checks, through Prometheus's own HTTP API, the event log an
 
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import threading
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.churn_traffic import churn_traffic, topology_leaders
+from tests.churn_traffic import churn_traffic, read_event_files, topology_leaders
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
@@ -172,10 +171,7 @@ def read_events(kp: KproxyProcess) -> list[dict[str, Any]]:
     metrics_before = kp.metrics_text()
     kp.stop()
     kp.final_metrics = metrics_before  # type: ignore[attr-defined]
-    lines = []
-    for path in sorted((kp.tmp / "events").glob("events-*.jsonl")):
-        lines.extend(json.loads(line) for line in path.read_text().splitlines())
-    return lines
+    return read_event_files(kp.tmp / "events")
 
 
 def parse_ts(ts: str) -> float:
