@@ -45,6 +45,7 @@ from tests.kio_support import (
     ExpectedEndpoint,
     decode_response_frame,
     encode_request_frame,
+    encode_response_frame,
     expected_endpoints,
     kio_message_class,
     kio_versions,
@@ -414,7 +415,6 @@ def check_proxied(env: Env, original: Any, exchange: Exchange) -> None:
     received = exchange.response
     ports = env.ports_for(original)
     kproxy_ports = set(ports.values())
-    assert b".invalid" not in exchange.raw
     got = expected_endpoints(received)
     for ep in got:
         if ep.host == "" and not mappable(ep.node_id):
@@ -424,6 +424,13 @@ def check_proxied(env: Env, original: Any, exchange: Exchange) -> None:
     want = proxied_view(original, ports)
     assert [e.node_id for e in got] == [e.node_id for e in expected_endpoints(want)]
     assert received == want
+    # No upstream address (all are *.invalid) survives anywhere in the frame, not even in
+    # bytes kio would not decode. Non-address strings may contain ".invalid" too
+    # (hypothesis draws constants from loaded modules), so count against what kio writes
+    # for the expected view rather than asking for none. Not byte equality: kproxy may
+    # leave an emptied tagged NodeEndpoints in place where kio would omit it.
+    expected_frame = encode_response_frame(want, exchange.correlation_id)
+    assert exchange.raw.count(b".invalid") == expected_frame.count(b".invalid")
 
 
 # --------------------------------------------------------------------------- tests
