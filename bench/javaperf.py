@@ -4,18 +4,11 @@ run from the Apache Kafka jars that ``tests/peers/kafka_cluster.py`` fetches."""
 from __future__ import annotations
 
 import re
-import subprocess
 from typing import Any
 
-from tests.peers.kafka_cluster import (
-    MAIN_CONSUMER_PERF,
-    MAIN_PRODUCER_PERF,
-    ensure_kafka_jars,
-    java_bin,
-)
+from tests.peers.kafka_cluster import MAIN_CONSUMER_PERF, MAIN_PRODUCER_PERF, run_java_tool
 
-_JVM = ["-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]  # fmt: skip
+_HEAP = "512m"
 
 _PRODUCER_LINE = re.compile(
     r"(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mibps>[\d.]+) MB/sec\), "
@@ -25,18 +18,7 @@ _PRODUCER_LINE = re.compile(
 
 
 class ToolFailed(RuntimeError):
-    pass
-
-
-def _run(argv: list[str], timeout: float) -> str:
-    proc = subprocess.run(
-        argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-        check=False,
-    )  # fmt: skip
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
-        raise ToolFailed(f"exit {proc.returncode}: {tail}")
-    return proc.stdout
+    """A perf tool ran but printed no result line."""
 
 
 def parse_producer_perf(stdout: str, record_size: int) -> dict[str, Any]:
@@ -84,14 +66,14 @@ def producer_perf(
     bootstrap: str, topic: str, count: int, size: int, *, timeout: float = 300
 ) -> dict[str, Any]:
     """kafka-producer-perf-test with the Java client's defaults and acks=all."""
-    lib = ensure_kafka_jars()
-    argv = [
-        java_bin(), *_JVM, "-cp", f"{lib}/*", MAIN_PRODUCER_PERF,
+    run = run_java_tool(
+        MAIN_PRODUCER_PERF,
         "--topic", topic, "--num-records", str(count), "--record-size", str(size),
         "--throughput", "-1", "--bootstrap-server", bootstrap,
         "--command-property", "acks=all",
-    ]  # fmt: skip
-    return parse_producer_perf(_run(argv, timeout), size)
+        heap=_HEAP, timeout=timeout,
+    )  # fmt: skip
+    return parse_producer_perf(run.stdout, size)
 
 
 def consumer_perf(
@@ -105,13 +87,13 @@ def consumer_perf(
     timeout: float = 300,
 ) -> dict[str, Any]:
     """kafka-consumer-perf-test from the beginning of ``topic`` in a fresh group."""
-    lib = ensure_kafka_jars()
     heartbeat = max(100, session_timeout_ms // 4)
-    argv = [
-        java_bin(), *_JVM, "-cp", f"{lib}/*", MAIN_CONSUMER_PERF,
+    run = run_java_tool(
+        MAIN_CONSUMER_PERF,
         "--topic", topic, "--num-records", str(count), "--bootstrap-server", bootstrap,
         "--timeout", "60000", "--group", group,
         "--command-property", f"session.timeout.ms={session_timeout_ms}",
         "--command-property", f"heartbeat.interval.ms={heartbeat}",
-    ]  # fmt: skip
-    return parse_consumer_perf(_run(argv, timeout), size)
+        heap=_HEAP, timeout=timeout,
+    )  # fmt: skip
+    return parse_consumer_perf(run.stdout, size)

@@ -253,6 +253,36 @@ def _slf4j_flags(level: str) -> list[str]:
 _TOOL_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 
 
+def run_java_tool(
+    main_class: str,
+    *args: str,
+    lib: Path | None = None,
+    timeout: float = 300.0,
+    check: bool = True,
+    heap: str = "256m",
+    jvm_args: Sequence[str] = (),
+    log_level: str = "warn",
+) -> subprocess.CompletedProcess[str]:
+    """Run a Kafka tool main class (``org.apache.kafka.tools.ProducerPerformance`` ...)
+    on Kafka's classpath (``lib``, default :func:`ensure_kafka_jars`); output captured as
+    text. ``check`` raises with the output on a non-zero exit."""
+    lib = lib or ensure_kafka_jars()
+    argv = [
+        java_bin(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+        *_slf4j_flags(log_level), *jvm_args, "-cp", f"{lib}/*", main_class, *args,
+    ]  # fmt: skip
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, env=_java_env(),
+        stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    if check and proc.returncode != 0:
+        raise RuntimeError(
+            f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"
+            f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+        )
+    return proc
+
+
 # ---------------------------------------------------------------------------------------
 # Cluster
 # ---------------------------------------------------------------------------------------
@@ -929,24 +959,11 @@ class KafkaCluster:
         jvm_args: Sequence[str] = (),
         log_level: str = "warn",
     ) -> subprocess.CompletedProcess[str]:
-        """Run a Kafka tool main class (``org.apache.kafka.tools.ProducerPerformance`` ...)
-        on the cluster's classpath; output captured as text. ``check`` raises with the
-        output on a non-zero exit."""
-        lib = self.lib or ensure_kafka_jars(self.version)
-        argv = [
-            java_bin(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-            *_slf4j_flags(log_level), *jvm_args, "-cp", f"{lib}/*", main_class, *args,
-        ]  # fmt: skip
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, env=_java_env(),
-            stdin=subprocess.DEVNULL, check=False,
+        """:func:`run_java_tool` on this cluster's Kafka version."""
+        return run_java_tool(
+            main_class, *args, lib=self.lib or ensure_kafka_jars(self.version),
+            timeout=timeout, check=check, heap=heap, jvm_args=jvm_args, log_level=log_level,
         )  # fmt: skip
-        if check and proc.returncode != 0:
-            raise RuntimeError(
-                f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"
-                f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
-            )
-        return proc
 
     def describe_quorum(self, *, replication: bool = False) -> str:
         """``kafka-metadata-quorum describe --status`` (or ``--replication``) output, a
