@@ -23,7 +23,13 @@ from typing import Any
 
 import yaml
 
-from tests.peers.kafka_cluster import cache_root, java_bin
+from tests.peers.kafka_cluster import (
+    MavenFetchFailed,
+    cache_root,
+    copy_maven_dependencies,
+    file_lock,
+    java_bin,
+)
 from tests.peers.net import LOOPBACK, fetch_metadata, free_port, free_ports, wait_for_port
 from tests.peers.procs import PeerProcess
 from tests.peers.tansu import TansuBroker
@@ -379,45 +385,35 @@ def ensure_kroxylicious(version: str = KROXYLICIOUS_VERSION) -> str:
     :data:`KROXYLICIOUS_LAUNCHER` compiled into ``classes/``, or :class:`Unavailable`."""
     home = cache_root() / f"kroxylicious-{version}"
     lib = home / "lib"
-    marker = home / ".complete"
     runtime_jar = f"kroxylicious-runtime-{version}.jar"
-    if not (marker.is_file() and (lib / runtime_jar).is_file()):
-        _fetch_kroxylicious(home, version, runtime_jar)
+    with file_lock(home / ".lock"):
+        if not ((home / ".complete").is_file() and (lib / runtime_jar).is_file()):
+            _fetch_kroxylicious(home, version, runtime_jar)
     classes = _compile_kroxylicious_launcher(home, lib)
     return f"{lib}/*{os.pathsep}{classes}"
 
 
 def _fetch_kroxylicious(home: Path, version: str, runtime_jar: str) -> None:
-    lib = home / "lib"
     failed = home / "install-failed.txt"
     if failed.is_file():
         # One attempt per machine and version; delete the file to try again.
         raise Unavailable(failed.read_text().strip())
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise Unavailable("mvn (Apache Maven) is not installed")
-    home.mkdir(parents=True, exist_ok=True)
-    tmp = home / f"lib.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    cmd = [
-        mvn, "-q", "-B", "-U", "-f", str(KROXYLICIOUS_POM), "dependency:copy-dependencies",
-        f"-DoutputDirectory={tmp}", f"-Dkroxylicious.version={version}",
-    ]  # fmt: skip
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+        copy_maven_dependencies(
+            KROXYLICIOUS_POM, home / "lib", {"kroxylicious.version": version}, [runtime_jar],
+            timeout=900, update=True,
+        )  # fmt: skip
+    except FileNotFoundError as exc:
+        raise Unavailable(str(exc)) from None
     except subprocess.TimeoutExpired:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise Unavailable(f"Maven did not fetch Kroxylicious {version} within 900 s") from None
-    if proc.returncode != 0 or not (tmp / runtime_jar).is_file():
-        shutil.rmtree(tmp, ignore_errors=True)
+    except MavenFetchFailed as exc:
         reason = (
             f"io.kroxylicious:kroxylicious-runtime:{version} did not resolve from Maven "
-            "Central: " + _last_error(proc.stdout + "\n" + proc.stderr)
+            "Central: " + _last_error(exc.output)
         )
         failed.write_text(reason + "\n")
-        raise Unavailable(reason)
-    shutil.rmtree(lib, ignore_errors=True)
-    tmp.rename(lib)
+        raise Unavailable(reason) from None
     (home / ".complete").write_text(version + "\n")
 
 

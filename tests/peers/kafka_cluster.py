@@ -82,12 +82,16 @@ __all__ = [
     "KAFKA_VERSION",
     "KafkaCluster",
     "KafkaNode",
+    "MavenFetchFailed",
     "MetadataNotConverged",
     "cache_root",
+    "copy_maven_dependencies",
     "ensure_kafka_jars",
+    "file_lock",
     "java_bin",
     "kafka_home",
     "main",
+    "run_java_tool",
 ]
 
 #: Apache Kafka release used (newest 4.x with kafka_2.13, kafka-tools and kafka-clients all
@@ -157,7 +161,7 @@ def _complete(home: Path, version: str) -> bool:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -167,50 +171,74 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+class MavenFetchFailed(RuntimeError):
+    """``mvn dependency:copy-dependencies`` failed or left out a jar that was asked for."""
+
+    def __init__(self, message: str, output: str) -> None:
+        super().__init__(f"{message}\n{output[-3000:]}")
+        self.output = output
+
+
+def copy_maven_dependencies(
+    pom: Path,
+    lib: Path,
+    properties: Mapping[str, str],
+    required: Iterable[str],
+    *,
+    timeout: float | None = None,
+    update: bool = False,
+) -> None:
+    """Put ``pom``'s dependencies (``-Dkey=value`` for ``properties``) in ``lib``.
+
+    The jars go to a temp dir that is renamed into place only once every ``required`` jar
+    is there, so a half-done download is never used. The caller holds a lock
+    (:func:`file_lock`) if several processes may fetch at once. ``update`` makes Maven
+    look again for releases it once failed to find (``-U``). Raises FileNotFoundError
+    without Maven, :class:`MavenFetchFailed`, or ``subprocess.TimeoutExpired``.
+    """
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise FileNotFoundError("mvn (Apache Maven) is not installed")
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    tmp = lib.parent / f"{lib.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    cmd = [
+        mvn, "-q", "-B", *(["-U"] if update else []), "-f", str(pom),
+        "dependency:copy-dependencies", f"-DoutputDirectory={tmp}",
+        *(f"-D{key}={value}" for key, value in properties.items()),
+    ]  # fmt: skip
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        missing = [jar for jar in required if not (tmp / jar).is_file()]
+        if proc.returncode != 0 or missing:
+            raise MavenFetchFailed(
+                f"{' '.join(cmd)} exited {proc.returncode}"
+                + (f"; missing {', '.join(missing)}" if missing else ""),
+                f"{proc.stdout}\n{proc.stderr}",
+            )
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(lib, ignore_errors=True)
+    tmp.rename(lib)
+
+
 def ensure_kafka_jars(version: str = KAFKA_VERSION, *, force: bool = False) -> Path:
     """Return the directory holding every jar of Kafka ``version`` (broker, tools, client).
 
     Runs ``mvn dependency:copy-dependencies`` on ``tests/peers/kafka/pom.xml`` only when the
     cache is not complete (marker file keyed by version and pom hash). Safe to call from
-    several processes at once (file lock); the jars are copied to a temp dir and renamed
-    into place, so a half-done download is never used.
+    several processes at once (file lock).
     """
     home = kafka_home(version)
     lib = home / "lib"
     if not force and _complete(home, version):
         return lib
-    with _file_lock(home / ".lock"):
+    with file_lock(home / ".lock"):
         if not force and _complete(home, version):
             return lib
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise FileNotFoundError("mvn (Apache Maven) is needed to fetch the Kafka jars")
-        tmp = home / f"lib.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        cmd = [
-            mvn,
-            "-q",
-            "-B",
-            "-f",
-            str(POM),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={tmp}",
-            f"-Dkafka.version={version}",
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(
-                f"fetching Kafka {version} jars failed ({' '.join(cmd)}):\n"
-                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-            )
-        missing = [jar for jar in _required_jars(version) if not (tmp / jar).is_file()]
-        if missing:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(f"Maven did not produce {missing} for Kafka {version}")
         (home / _MARKER).unlink(missing_ok=True)
-        shutil.rmtree(lib, ignore_errors=True)
-        tmp.rename(lib)
+        copy_maven_dependencies(POM, lib, {"kafka.version": version}, _required_jars(version))
         (home / _MARKER).write_text(_stamp(version))
     return lib
 
