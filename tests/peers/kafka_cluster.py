@@ -978,20 +978,11 @@ class KafkaCluster:
         )
 
     def java_tool(
-        self,
-        main_class: str,
-        *args: str,
-        timeout: float = 300.0,
-        check: bool = True,
-        heap: str = "256m",
-        jvm_args: Sequence[str] = (),
-        log_level: str = "warn",
+        self, main_class: str, *args: str, **options: Any
     ) -> subprocess.CompletedProcess[str]:
-        """:func:`run_java_tool` on this cluster's Kafka version."""
-        return run_java_tool(
-            main_class, *args, lib=self.lib or ensure_kafka_jars(self.version),
-            timeout=timeout, check=check, heap=heap, jvm_args=jvm_args, log_level=log_level,
-        )  # fmt: skip
+        """:func:`run_java_tool` (same options) on this cluster's Kafka version."""
+        lib = self.lib or ensure_kafka_jars(self.version)
+        return run_java_tool(main_class, *args, lib=lib, **options)
 
     def describe_quorum(self, *, replication: bool = False) -> str:
         """``kafka-metadata-quorum describe --status`` (or ``--replication``) output, a
