@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.peers.kafka_cluster import (
     MavenFetchFailed,
@@ -229,14 +230,18 @@ class KproxyPeer(LoopbackPeer):
         url = f"http://{LOOPBACK}:{self.admin_port}/metrics"
         with urllib.request.urlopen(url, timeout=10) as r:
             text = r.read().decode()
-        out = {"requests": 0.0, "responses": 0.0, "request_bytes": 0.0, "response_bytes": 0.0}
-        for line in text.splitlines():
-            if line.startswith("kproxy_frames_total{"):
-                key = "requests" if 'direction="request"' in line else "responses"
-                out[key] += float(line.rsplit(" ", 1)[1])
-            elif line.startswith("kproxy_bytes_total{"):
-                key = "request_bytes" if 'direction="request"' in line else "response_bytes"
-                out[key] += float(line.rsplit(" ", 1)[1])
+        keys = {
+            ("kproxy_frames_total", "request"): "requests",
+            ("kproxy_frames_total", "response"): "responses",
+            ("kproxy_bytes_total", "request"): "request_bytes",
+            ("kproxy_bytes_total", "response"): "response_bytes",
+        }
+        out = dict.fromkeys(keys.values(), 0.0)
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                key = keys.get((sample.name, sample.labels.get("direction", "")))
+                if key is not None:
+                    out[key] += sample.value
         return out
 
 
