@@ -181,6 +181,15 @@ def leadership_by_broker(a: Analysis) -> Figure | None:
     return fig
 
 
+def _redirect_path_bars(ax: Axes, names: list[str], rows: list[dict[str, Any]]) -> None:
+    """One horizontal bar per row, stacked by what the redirect told the client."""
+    start = [0] * len(rows)
+    for path, color in PATH_COLORS.items():
+        widths = [int(r[path]) for r in rows]
+        ax.barh(names, widths, left=start, color=color, label=PATH_LABELS[path])
+        start = [x + w for x, w in zip(start, widths, strict=True)]
+
+
 def redirects_by_api(a: Analysis) -> Figure | None:
     rows = a.rows("redirects_by_api")[:TOP_ROWS]
     if not rows:
@@ -188,12 +197,7 @@ def redirects_by_api(a: Analysis) -> Figure | None:
     rows = list(reversed(rows))  # largest at the top of a horizontal chart
     fig = _figure(1.6 + 0.45 * len(rows))
     ax = fig.add_subplot()
-    apis = [r["api"] for r in rows]
-    left = [0] * len(rows)
-    for path in ("fast_path", "leader_only", "no_leader"):
-        widths = [int(r[path]) for r in rows]
-        ax.barh(apis, widths, left=left, color=PATH_COLORS[path], label=PATH_LABELS[path])
-        left = [x + w for x, w in zip(left, widths, strict=True)]
+    _redirect_path_bars(ax, [r["api"] for r in rows], rows)
     for y, r in enumerate(rows):
         share = 100 * int(r["fast_path"]) / int(r["redirects"])
         ax.text(
@@ -349,12 +353,7 @@ def most_affected(a: Analysis) -> Figure | None:
     left, right = fig.subplots(1, 2)
     if clients:
         rows = list(reversed(clients))
-        names = [_clip(r["client_id"] or "(none)") for r in rows]
-        start = [0] * len(rows)
-        for path in ("fast_path", "leader_only", "no_leader"):
-            widths = [int(r[path]) for r in rows]
-            left.barh(names, widths, left=start, color=PATH_COLORS[path], label=PATH_LABELS[path])
-            start = [x + w for x, w in zip(start, widths, strict=True)]
+        _redirect_path_bars(left, [_clip(r["client_id"] or "(none)") for r in rows], rows)
         left.set_title("Clients with the most redirects")
         left.set_xlabel("redirects")
         _style(left)
