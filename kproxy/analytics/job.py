@@ -191,13 +191,17 @@ def _aggregate(
         if span is not None and span["us"] is not None:
             analysis.bucket_seconds = tb.bucket_seconds(span["us"] / 1e6)
         step = analysis.bucket_seconds
-        t.save("leader_changes_over_time", tb.leader_changes_over_time(moves, step), 0)
+        over_time = tb.leader_changes_over_time(moves, step).persist()
+        try:
+            t.save("leader_changes_over_time", over_time, 0)
+            t.keep("plot_moves_over_time", _moves_by_label(over_time, by_topic))
+        finally:
+            over_time.unpersist()
         t.save(
             "leadership_by_broker_over_time",
             tb.leadership_by_broker_over_time(moves, step),
             OVER_TIME_ROWS,
         )
-        t.keep("plot_moves_over_time", _moves_by_label(moves, by_topic, step))
 
         begin(3)
         redirects = tb.with_topic_names(tb.of_type(events, "redirect"), names)
@@ -221,15 +225,18 @@ def _aggregate(
         sc.setJobDescription(None)  # type: ignore[arg-type]
 
 
-def _moves_by_label(moves: DataFrame, by_topic: Table, step: int) -> DataFrame:
+def _moves_by_label(over_time: DataFrame, by_topic: Table) -> DataFrame:
+    """The over-time table with the topics past the busiest PLOT_TOPICS in one label."""
     top = [r["topic"] for r in by_topic.rows[:PLOT_TOPICS]]
     label = (
         F.when(F.col("topic").isin(*top), F.col("topic")).otherwise(F.lit("(other topics)"))
         if by_topic.total_rows > PLOT_TOPICS
         else F.col("topic")
     )
-    return tb.leader_changes_over_time(moves.withColumn("topic", label), step).withColumnRenamed(
-        "topic", "label"
+    return (
+        over_time.groupBy("bucket_start", label.alias("label"))
+        .agg(F.sum("moves").alias("moves"))
+        .orderBy("bucket_start", "label")
     )
 
 

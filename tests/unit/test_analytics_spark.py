@@ -705,6 +705,30 @@ def test_empty_input_gives_an_empty_report(spark: SparkSession, tmp_path: Path) 
     assert "the input holds no events: the report is empty" in summary_text(a, "r")
 
 
+def test_leader_moves_plot_folds_quiet_topics(spark: SparkSession, tmp_path: Path) -> None:
+    """Ten topics: the plot names the eight with the most moves and counts the other
+    two as "(other topics)", bucket by bucket. Topic tN moves N + 1 times (t0 once ...
+    t9 ten times), every move 1 s after the last (one 1 s bar each; 55 moves in 54 s);
+    t0 and t1 are the quiet two: 1 + 2 = 3 moves, at 0 s, 1 s and 2 s."""
+    lines, second = [], 0
+    for n in range(10):
+        for epoch in range(n + 1):
+            lines.append(
+                lc(second, A, f"t{n}", 0, (1 + epoch % 2, 2 - epoch % 2), (epoch, epoch + 1))
+            )
+            second += 1
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "events-folding.jsonl").write_text("\n".join(lines) + "\n")
+    a = job.analyze(spark, [str(tmp_path / "logs")], str(tmp_path / "out"), stream=io.StringIO())
+    assert a.bucket_seconds == 1
+    plotted = a.rows("plot_moves_over_time")
+    other = [(r["bucket_start"], r["moves"]) for r in plotted if r["label"] == "(other topics)"]
+    assert other == [(at("10:00:00"), 1), (at("10:00:01"), 1), (at("10:00:02"), 1)]
+    assert {r["label"] for r in plotted} == {"(other topics)"} | {f"t{n}" for n in range(2, 10)}
+    assert sum(r["moves"] for r in plotted) == 55
+    assert "leader_moves_over_time" in a.plots
+
+
 def test_missing_input_is_an_input_error(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(inp.InputError, match=r"no such file or directory: .*nothing-here"):
         job.analyze(spark, [str(tmp_path / "nothing-here*")], str(tmp_path / "out"))
