@@ -263,6 +263,8 @@ class HaproxyPeer(LoopbackPeer):
     """haproxy in TCP mode: ``port`` -> ``backend``, plus one frontend per extra route
     (``(listen port, backend)``, for clusters whose brokers advertise haproxy's ports)."""
 
+    stop_timeout = 5.0
+
     def __init__(
         self,
         name: str,
@@ -311,8 +313,6 @@ class HaproxyPeer(LoopbackPeer):
         for port, _ in self.routes:
             wait_for_port(LOOPBACK, port, 15, alive=lambda: proc.running, what=self.name)
         return self
-
-    stop_timeout = 5.0
 
 
 # ---------------------------------------------------------------------------------------
@@ -478,12 +478,17 @@ class KroxyliciousPeer(LoopbackPeer):
 # ---------------------------------------------------------------------------------------
 
 
+def _grepplabs_bindir() -> Path:
+    """Where ``go install`` puts the ``kafka-proxy`` binary (in the peers' cache)."""
+    return cache_root() / "grepplabs-kafka-proxy" / "bin"
+
+
 def _installed_grepplabs() -> Path | None:
     """The ``kafka-proxy`` binary on PATH or in the cache, if either has one."""
     found = shutil.which("kafka-proxy")
     if found:
         return Path(found)
-    exe = cache_root() / "grepplabs-kafka-proxy" / "bin" / "kafka-proxy"
+    exe = _grepplabs_bindir() / "kafka-proxy"
     return exe if exe.is_file() else None
 
 
@@ -493,7 +498,7 @@ def ensure_grepplabs() -> Path:
     installed = _installed_grepplabs()
     if installed is not None:
         return installed
-    bindir = cache_root() / "grepplabs-kafka-proxy" / "bin"
+    bindir = _grepplabs_bindir()
     exe = bindir / "kafka-proxy"
     failed = bindir.parent / "install-failed.txt"
     if failed.is_file():
@@ -526,6 +531,8 @@ class GrepplabsPeer(LoopbackPeer):
     comma-separated list of the brokers' advertised addresses); the first is the
     bootstrap."""
 
+    stop_timeout = 5.0
+
     def __init__(self, name: str, upstream: str, workdir: Path) -> None:
         self.name = name
         self.upstreams = [u.strip() for u in upstream.split(",") if u.strip()]
@@ -548,8 +555,6 @@ class GrepplabsPeer(LoopbackPeer):
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.process = start_listening(self.name, argv, self.workdir, self.port, 30, "kafka-proxy")
         return self
-
-    stop_timeout = 5.0
 
 
 # ---------------------------------------------------------------------------------------
