@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads(args.results.read_text())
         md = args.md or args.results.with_name("RESULTS.md")
         png = args.png or args.results.with_name("results.png")
-        report.write_outputs(results, md, png)
+        report.write_outputs(results, md, png, args.results)
         print(f"wrote {md} and {png}")
         return 0
     if args.cmd == "list":

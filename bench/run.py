@@ -776,7 +776,7 @@ def main_run(args: argparse.Namespace) -> int:
         harness.save()
         print("interrupted; partial results in", opts.out_json)
         return 130
-    report.write_outputs(results, opts.out_md, opts.out_png)
+    report.write_outputs(results, opts.out_md, opts.out_png, opts.out_json)
     wall = results["meta"]["wall_seconds"]
     print(f"done in {wall / 60:.1f} min: {opts.out_json}, {opts.out_md}, {opts.out_png}")
     return 0
