@@ -17,48 +17,61 @@ Only names, types, versions and tags are taken from the schemas; no "about" text
 Usage:
     python tools/generate_protocol.py [--kafka-4 DIR] [--kafka-3-9 DIR] [--out DIR]
 
-The defaults read ../shared/kafka-message-schemas/ beside the repository.
+The defaults read the copies in the repository's `schemas/` (see its README: how they
+were reduced from Kafka's own files, and from which commits).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-SCHEMAS = REPO.parent / "shared" / "kafka-message-schemas"
+SCHEMAS = REPO / "schemas"
 DEFAULT_PRIMARY = SCHEMAS / "apache-kafka-4.4"
 DEFAULT_LEGACY = SCHEMAS / "apache-kafka-3.9"
 DEFAULT_OUT = REPO / "kproxy" / "protocol" / "generated"
 
-# The commits the two schema directories were taken from (see the schemas' README).
+# The commits the two schema directories were taken from (schemas/README.md).
 PRIMARY_SOURCE = "apache/kafka trunk d79bd502ec7f (4.5.0-SNAPSHOT; message directory = 4.4)"
 LEGACY_SOURCE = "apache/kafka 3.9 c821449f"
 
-# --- plan encoding (must match kproxy/protocol/plan.py) ------------------------------
-OP_FIXED, OP_STR, OP_CSTR, OP_BYTES, OP_CBYTES, OP_ARRAY, OP_CARRAY, OP_STRUCT, OP_NSTRUCT = range(
-    9
-)
-(
-    R_NONE,
-    R_NODE_ID,
-    R_HOST,
-    R_PORT,
-    R_LISTENER,
-    R_RACK,
+# --- plan encoding: the codes kproxy/protocol/plan.py reads -----------------------------
+sys.path.insert(0, str(REPO))
+from kproxy.protocol.plan_codes import (  # noqa: E402
+    K_ENDPOINT,
+    K_INLINE,
+    K_NODE_PARENT,
+    K_PARTITION,
+    K_TOPIC,
+    OP_ARRAY,
+    OP_BYTES,
+    OP_CARRAY,
+    OP_CBYTES,
+    OP_CSTR,
+    OP_FIXED,
+    OP_NSTRUCT,
+    OP_STR,
+    OP_STRUCT,
     R_ERROR,
-    R_PARTITION,
-    R_LEADER_ID,
-    R_LEADER_EPOCH,
-    R_TOPIC_NAME,
-    R_TOPIC_ID,
-    R_HINT_LEADER_ID,
     R_HINT_LEADER_EPOCH,
-) = range(14)
-K_ENDPOINT, K_PARTITION, K_INLINE, K_NODE_PARENT, K_TOPIC = 1, 2, 4, 8, 16
+    R_HINT_LEADER_ID,
+    R_HOST,
+    R_LEADER_EPOCH,
+    R_LEADER_ID,
+    R_LISTENER,
+    R_NODE_ID,
+    R_NONE,
+    R_PARTITION,
+    R_PORT,
+    R_RACK,
+    R_TOPIC_ID,
+    R_TOPIC_NAME,
+)
 
 FIXED_WIDTH = {
     "int8": 1,
@@ -91,7 +104,7 @@ NOT_BROKER_ENDPOINTS = {
 }
 
 # Messages kproxy walks: every message with broker endpoints (found by the generator and
-# checked against this list) plus those that carry partition leadership (PROTOCOL.md §2).
+# checked against this list) plus those that carry partition leadership (docs/protocol.md §2).
 WALKED = {
     ("response", 0),  # Produce: KIP-951 NodeEndpoints, CurrentLeader
     ("response", 1),  # Fetch: KIP-951 NodeEndpoints, CurrentLeader

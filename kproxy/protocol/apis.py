@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kproxy.protocol.generated.api_keys import API_KEYS
+from kproxy.protocol.plan import PLANS
 
 
 class ApiInfo(NamedTuple):
@@ -33,9 +34,10 @@ SASL_HANDSHAKE = 17
 API_VERSIONS = 18
 SASL_AUTHENTICATE = 36
 
-# Messages whose bodies kproxy walks (they carry broker endpoints or leadership).
-WALKED_RESPONSES = frozenset((0, 1, 2, 3, 10, 23, 52, 53, 54, 55, 56, 59, 60, 75, 78, 79, 82))
-WALKED_REQUESTS = frozenset((4, 6, 53, 54, 62, 70, 80, 82))
+# Messages whose bodies kproxy walks (they carry broker endpoints or leadership): those
+# the generator wrote a walk plan for (tools/generate_protocol.py, WALKED).
+WALKED_RESPONSES = frozenset(key for key, is_request, _ in PLANS if not is_request)
+WALKED_REQUESTS = frozenset(key for key, is_request, _ in PLANS if is_request)
 # Responses whose endpoints are brokers' client listeners: where a node is dialled.
 # The KRaft quorum messages (KIP-853: Vote, Begin/EndQuorumEpoch, DescribeQuorum,
 # FetchSnapshot, UpdateRaftVoter) name controller listeners instead, so they are

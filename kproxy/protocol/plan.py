@@ -14,27 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kproxy.protocol.generated.messages import PLANS as _GENERATED
-
-OP_FIXED, OP_STR, OP_CSTR, OP_BYTES, OP_CBYTES, OP_ARRAY, OP_CARRAY, OP_STRUCT, OP_NSTRUCT = range(
-    9
-)
-(
-    R_NONE,
-    R_NODE_ID,
-    R_HOST,
-    R_PORT,
-    R_LISTENER,
-    R_RACK,
-    R_ERROR,
-    R_PARTITION,
-    R_LEADER_ID,
-    R_LEADER_EPOCH,
-    R_TOPIC_NAME,
-    R_TOPIC_ID,
-    R_HINT_LEADER_ID,
-    R_HINT_LEADER_EPOCH,
-) = range(14)
-K_ENDPOINT, K_PARTITION, K_INLINE, K_NODE_PARENT, K_TOPIC = 1, 2, 4, 8, 16
+from kproxy.protocol.plan_codes import OP_ARRAY, OP_CARRAY, OP_FIXED, OP_NSTRUCT, OP_STRUCT
 
 # A compiled struct: (fields, tagged, kind, path, interesting, fixed_size)
 # A compiled field: (op, role, arg, name, interesting)

@@ -1,13 +1,15 @@
 """The generated protocol tables: regenerating changes nothing, and what they say is pinned.
 
-* Regenerating from ../shared/kafka-message-schemas/ into a temporary directory gives
-  exactly the committed modules (skipped, with the reason, where ../shared is absent).
+* Regenerating from the schemas the repository carries (`schemas/`) into a temporary
+  directory gives exactly the committed modules, in a plain clone.
+* Those schemas are Kafka's own, reduced by tools/vendor_schemas.py and nothing else
+  (checked against an outside copy when one is beside the repository).
 * ENDPOINT_RULES, every broker address any message carries, is pinned here: a Kafka
   version that adds an address field changes the generated list and fails this test
   instead of leaking that address to clients.
 * Every rule's (api, direction, versions) has a walk plan, so no version that carries an
   address can pass through unwalked.
-* Facts of the API table that clients depend on (PROTOCOL.md §3).
+* Facts of the API table that clients depend on (docs/protocol.md §3).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from kproxy.protocol.generated.messages import ENDPOINT_RULES
 from kproxy.protocol.plan import plan_for
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMAS = REPO.parent / "shared" / "kafka-message-schemas"
+SCHEMAS = REPO / "schemas"
+OUTSIDE_SCHEMAS = REPO.parent / "shared" / "kafka-message-schemas"
 GENERATED = REPO / "kproxy" / "protocol" / "generated"
 
 PINNED_ENDPOINT_RULES = [
@@ -56,8 +59,7 @@ PINNED_ENDPOINT_RULES = [
 
 
 def test_regenerating_changes_nothing(tmp_path: Path) -> None:
-    if not SCHEMAS.is_dir():
-        pytest.skip(f"no Kafka message schemas at {SCHEMAS} (../shared is absent)")
+    assert (SCHEMAS / "apache-kafka-4.4" / "ProduceRequest.json").is_file()
     proc = subprocess.run(
         [sys.executable, str(REPO / "tools" / "generate_protocol.py"), "--out", str(tmp_path)],
         capture_output=True,
@@ -69,6 +71,30 @@ def test_regenerating_changes_nothing(tmp_path: Path) -> None:
         fresh = (tmp_path / name).read_text()
         committed = (GENERATED / name).read_text()
         assert fresh == committed, f"{name} differs from a fresh generation: regenerate it"
+
+
+@pytest.mark.parametrize("version", ["apache-kafka-4.4", "apache-kafka-3.9"])
+def test_vendored_schemas_are_kafkas_reduced(version: str) -> None:
+    outside = OUTSIDE_SCHEMAS / version
+    if not outside.is_dir():
+        pytest.skip(f"no outside copy of Kafka's schemas at {outside} to compare with")
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from vendor_schemas import reduce_schema
+    finally:
+        sys.path.pop(0)
+    ours = sorted(p.name for p in (SCHEMAS / version).glob("*.json"))
+    assert ours == sorted(p.name for p in outside.glob("*.json"))
+    for name in ours:
+        expected = reduce_schema((outside / name).read_text())
+        assert (SCHEMAS / version / name).read_text() == expected, name
+        assert '"about"' not in expected
+
+
+def test_schemas_carry_their_licence_and_sources() -> None:
+    assert "Apache License" in (SCHEMAS / "LICENSE").read_text()
+    readme = (SCHEMAS / "README.md").read_text()
+    assert "d79bd502ec7f" in readme and "c821449f" in readme
 
 
 def test_generated_header_names_the_kafka_commits() -> None:
