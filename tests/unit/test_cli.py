@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 GOOD_YAML = "cluster:\n  bootstrap_servers: ['broker-1.kafka:9092']\n"
 BAD_YAML = GOOD_YAML + "listeners:\n  broker_port_base: 70000\n"
-BAD_LINE = "kproxy: config error: listeners.broker_port_base: must be 0-65535\n"
+BAD_LINE = "kproxy: config error: listeners.broker_port_base: must be 0-65535 (got 70000)\n"
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR) \S+: .*$")
 
@@ -169,7 +169,7 @@ def test_analyze_requires_input() -> None:
     assert "usage: kproxy analyze" in result.stderr
 
 
-# A child process with a fake kproxy.proxy.app, to exercise `run` end to end
+# A child process with a fake kproxy.app, to exercise `run` end to end
 # (config loading, logging set-up, --log-level, exit code pass-through).
 FAKE_APP_SCRIPT = textwrap.dedent(
     """
@@ -181,9 +181,9 @@ FAKE_APP_SCRIPT = textwrap.dedent(
         print("level", settings.log.level, "port", settings.listeners.bootstrap_port)
         return 7
 
-    app = types.ModuleType("kproxy.proxy.app")
+    app = types.ModuleType("kproxy.app")
     app.run = run
-    sys.modules["kproxy.proxy.app"] = app
+    sys.modules["kproxy.app"] = app
     from kproxy.cli import main
     raise SystemExit(main(sys.argv[1:]))
     """
@@ -340,9 +340,9 @@ def test_run_in_process_passes_settings(monkeypatch: pytest.MonkeyPatch, good_co
         received.append(settings)
         return 0
 
-    fake = types.ModuleType("kproxy.proxy.app")
+    fake = types.ModuleType("kproxy.app")
     fake.run = run  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "kproxy.proxy.app", fake)
+    monkeypatch.setitem(sys.modules, "kproxy.app", fake)
     monkeypatch.setattr(cli, "configure_logging", levels.append)
     monkeypatch.setenv(cli.CONFIG_ENV, str(good_config))
 
