@@ -195,6 +195,7 @@ class KproxyPeer(LoopbackPeer):
             "events": {"enabled": True, "dir": str(workdir / "events")},
             "shutdown": {"grace_seconds": 1},
             "log": {"level": log_level},
+            "runtime": {"event_loop": loop},
         }
         self.process: PeerProcess | None = None
 
@@ -204,8 +205,7 @@ class KproxyPeer(LoopbackPeer):
         cfg.write_text(yaml.safe_dump(self.config))
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-        argv = [sys.executable, "-m", "bench.kproxy_launch", "--loop", self.loop]
-        argv += ["run", "--config", str(cfg)]
+        argv = [sys.executable, "-m", "kproxy", "run", "--config", str(cfg)]
         self.process = PeerProcess(
             self.name, argv, log_path=self.workdir / "kproxy.log", env=env, cwd=REPO
         ).start()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
+import json
 import logging
 import os
 import sys
@@ -12,7 +12,14 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from kproxy import __version__
-from kproxy.config import LOG_LEVELS, ConfigError, LogSettings, Settings, load_config
+from kproxy.config import (
+    LOG_LEVELS,
+    ConfigError,
+    LogSettings,
+    Settings,
+    config_json_schema,
+    load_config,
+)
 
 __all__ = ["CONFIG_ENV", "LOG_FORMAT", "build_parser", "configure_logging", "main"]
 
@@ -87,14 +94,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_USAGE
     if args.log_level is not None:
-        settings = dataclasses.replace(settings, log=LogSettings(level=args.log_level))
+        settings = settings.model_copy(update={"log": LogSettings(level=args.log_level)})
     configure_logging(settings.log.level)
     logger.info("kproxy %s starting with config %s", __version__, path)
     # Imported lazily: the proxy pulls in asyncio/uvloop/aiohttp, which the other
     # subcommands do not need.
-    app = importlib.import_module("kproxy.proxy.app")
+    app = importlib.import_module("kproxy.app")
     run = cast(Callable[[Settings], int], app.run)
     return run(settings)
+
+
+def _cmd_config_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(config_json_schema(), indent=2, sort_keys=True))
+    return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -171,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-config", help="validate a config file and exit")
     _add_config_option(p)
     p.set_defaults(func=_cmd_check_config, parser=p)
+
+    p = sub.add_parser(
+        "config-schema", help="print the JSON Schema of the configuration (docs/config.schema.json)"
+    )
+    p.set_defaults(func=_cmd_config_schema, parser=p)
 
     p = sub.add_parser("run", help="run the proxy until SIGTERM/SIGINT")
     _add_config_option(p)

@@ -14,15 +14,13 @@ import asyncio
 import contextlib
 import logging
 import random
-import signal
 import tempfile
 import threading
 import time
 from typing import Any
 
+from kproxy.app import Running, run_loop, serve
 from kproxy.config import Settings, parse_config
-from kproxy.proxy.app import new_event_loop
-from kproxy.proxy.server import ProxyContext
 
 log = logging.getLogger("kproxy.demo")
 
@@ -127,27 +125,27 @@ def _leader_mover(
             stats.leader_moves += 1
 
 
-async def _run(duration: float | None, brokers: int, leader_interval: float) -> int:
-    from kproxy.mockcluster import MockCluster
+async def _demo(
+    settings: Settings,
+    cluster: Any,
+    stop_event: asyncio.Event,
+    duration: float | None,
+    brokers: int,
+    leader_interval: float,
+) -> int:
+    stats = DemoStats()
+    watched: list[Running] = []
 
-    loop = asyncio.get_running_loop()
-    stop_event = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop_event.set)
-    with MockCluster(brokers=brokers) as cluster, tempfile.TemporaryDirectory() as events_dir:
-        cluster.create_topic(TOPIC, PARTITIONS, min(3, brokers))
-        overrides = cluster.advertise_invalid_names("demo")
-        settings = demo_settings(cluster.bootstraps, overrides, events_dir)
-        observer, admin = await _start_observability(settings)
-        ctx = ProxyContext(settings, observer)
-        await ctx.start()
-        bootstrap = f"{settings.listeners.advertised_host}:{ctx.bootstrap_port}"
+    async def traffic(running: Running) -> None:
+        """Runs while kproxy serves: clients, leader moves and a status line."""
+        watched.append(running)
+        loop = asyncio.get_running_loop()
+        bootstrap = f"{settings.listeners.advertised_host}:{running.proxy.bootstrap_port}"
         print(f"kproxy demo: {brokers}-broker cluster (advertised as broker-N.demo.invalid)")
         print(f"kproxy demo: bootstrap address {bootstrap}")
-        if admin is not None:
-            print(f"kproxy demo: admin http://127.0.0.1:{admin.port}/metrics /topology")
+        if running.admin is not None:
+            print(f"kproxy demo: admin http://127.0.0.1:{running.admin.port}/metrics /topology")
         print(f"kproxy demo: moving a partition leader every {leader_interval:g}s; Ctrl-C stops")
-        stats = DemoStats()
         stop = threading.Event()
         threads = [
             threading.Thread(target=_producer_loop, args=(bootstrap, stats, stop), daemon=True),
@@ -168,39 +166,23 @@ async def _run(duration: float | None, brokers: int, leader_interval: float) -> 
                     break
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop_event.wait(), min(2.0, remaining or 2.0))
-                _print_status(stats, observer)
+                _print_status(stats, running.observer)
         finally:
             stop.set()
             await loop.run_in_executor(None, _join_all, threads)
-            await ctx.stop(settings.shutdown.grace_seconds)
-            if admin is not None:
-                await admin.stop()
-            if observer is not None and hasattr(observer, "close"):
-                observer.close()
-        _print_status(stats, observer)
-        with stats.lock:
-            ok = stats.delivered > 0 and stats.consumed > 0
-        print("kproxy demo: done" if ok else "kproxy demo: no data moved through kproxy")
-        return 0 if ok else 1
+            stop_event.set()
+
+    await serve(settings, stop_event, traffic)
+    _print_status(stats, watched[0].observer if watched else None)
+    with stats.lock:
+        ok = stats.delivered > 0 and stats.consumed > 0
+    print("kproxy demo: done" if ok else "kproxy demo: no data moved through kproxy")
+    return 0 if ok else 1
 
 
 def _join_all(threads: list[threading.Thread]) -> None:
     for t in threads:
         t.join(15)
-
-
-async def _start_observability(settings: Settings) -> tuple[Any, Any]:
-    """The metrics/events observer and admin server, when that part of kproxy is there."""
-    try:
-        from kproxy.observability import Observability
-    except ImportError:
-        return None, None
-    from kproxy.admin.server import AdminServer
-
-    observer = Observability(settings)
-    admin = AdminServer(settings, observer)
-    await admin.start()
-    return observer, admin
 
 
 def _print_status(stats: DemoStats, observer: Any) -> None:
@@ -215,13 +197,17 @@ def _print_status(stats: DemoStats, observer: Any) -> None:
 
 
 def run_demo(duration: float | None, brokers: int, leader_interval: float) -> int:
+    from kproxy.mockcluster import MockCluster
+
     logging.getLogger("kproxy").setLevel(logging.WARNING)
-    loop = new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        return loop.run_until_complete(_run(duration, brokers, leader_interval))
-    finally:
-        loop.close()
+    with MockCluster(brokers=brokers) as cluster, tempfile.TemporaryDirectory() as events_dir:
+        cluster.create_topic(TOPIC, PARTITIONS, min(3, brokers))
+        overrides = cluster.advertise_invalid_names("demo")
+        settings = demo_settings(cluster.bootstraps, overrides, events_dir)
+        return run_loop(
+            settings,
+            lambda stop: _demo(settings, cluster, stop, duration, brokers, leader_interval),
+        )
 
 
 __all__ = ["demo_settings", "run_demo"]

@@ -1,7 +1,7 @@
 """What kproxy reports: metrics, the event log and the topology, fed by the runtime.
 
 `Observability` is the `ProxyObserver` that `kproxy run` (and `kproxy demo`) give their
-ProxyContext. Every fact that is both counted and logged is counted and queued at the
+proxy. Every fact that is both counted and logged is counted and queued at the
 same place, so with no events dropped the event log's counts per type equal the
 metrics (`kproxy_events_dropped_total` says when they cannot).
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,18 +28,14 @@ from kproxy.leadership import NO_FACTS, LeaderTable, topic_id_text
 from kproxy.metrics import KproxyMetrics
 from kproxy.protocol.apis import api_name
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.proxy.addresses import join_host_port
 from kproxy.proxy.observer import ProxyObserver
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from kproxy.config import Settings
-    from kproxy.proxy.server import ProxyContext
 
 log = logging.getLogger("kproxy.observability")
-
-BOOTSTRAP_LISTENER = "bootstrap"  # kproxy.proxy.server.BOOTSTRAP
 
 
 class Observability(ProxyObserver):
@@ -64,7 +59,6 @@ class Observability(ProxyObserver):
             runtime_collectors=runtime_collectors,
         )
         self.leaders_table = leader_table if leader_table is not None else LeaderTable()
-        self.context: ProxyContext | None = None
         ev = settings.events
         self.sample_rate = ev.request_sample_rate if ev.enabled else 0.0
         self._sample = sample
@@ -93,9 +87,6 @@ class Observability(ProxyObserver):
             events.emit(event_type, fields)
 
     # -- ProxyObserver ---------------------------------------------------------------------
-    def attached(self, context: ProxyContext) -> None:
-        self.context = context
-
     def connection_opened(self, listener: str) -> None:
         self.metrics.connection_opened(listener)
         self._emit(CONNECTION, {"action": "open", "listener": listener, "cause": None})
@@ -229,53 +220,9 @@ class Observability(ProxyObserver):
         self.metrics.cluster_reached.set(1)
 
     # -- what the admin server and the demo read ------------------------------------------------
-    def readiness(self) -> tuple[bool, str]:
-        """(ready, reason): the bootstrap listener serves and the cluster was reached."""
-        ctx = self.context
-        if ctx is None:
-            return False, "the proxy has not started"
-        listener = ctx.listeners.get(BOOTSTRAP_LISTENER)
-        if listener is None or listener.state != "serving":
-            state = "missing" if listener is None else listener.state
-            return False, f"the bootstrap listener is {state}"
-        if not ctx.cluster_reached:
-            return False, "the cluster has not been reached yet"
-        return True, "ready"
-
-    def topology(self, topic: str | None = None) -> dict[str, Any]:
-        """Nodes as kproxy maps them and partitions' leaders as kproxy last saw them."""
-        ctx = self.context
-        nodes: list[dict[str, Any]] = []
-        bootstrap: dict[str, Any] | None = None
-        if ctx is not None:
-            host = ctx.advertised_host
-            boot = ctx.listeners.get(BOOTSTRAP_LISTENER)
-            bootstrap = {
-                "kproxy": join_host_port(host, boot.port) if boot is not None else None,
-                "listener_state": boot.state if boot is not None else "none",
-                "servers": [join_host_port(h, p) for h, p in ctx.book.bootstrap],
-            }
-            by_node = {
-                lst.node_id: lst for lst in ctx.listeners.values() if lst.node_id is not None
-            }
-            for node_id in sorted(set(by_node) | set(ctx.book.advertised)):
-                adv = ctx.book.advertised.get(node_id)
-                listener = by_node.get(node_id)
-                serving = listener is not None and listener.state != "failed"
-                nodes.append(
-                    {
-                        "id": node_id,
-                        "advertised": join_host_port(*adv) if adv is not None else None,
-                        "dial": join_host_port(*ctx.book.dial_address(*adv))
-                        if adv is not None
-                        else None,
-                        "kproxy": join_host_port(host, listener.port)
-                        if listener is not None and serving
-                        else None,
-                        "listener_state": listener.state if listener is not None else "none",
-                    }
-                )
-        partitions = [
+    def partitions(self, topic: str | None = None) -> list[dict[str, Any]]:
+        """Every known partition's leader as kproxy last saw it (for /topology)."""
+        return [
             {
                 "topic": p.topic,
                 "topic_id": p.topic_id,
@@ -287,14 +234,6 @@ class Observability(ProxyObserver):
             for p in self.leaders_table.snapshot()
             if topic is None or p.topic == topic
         ]
-        return {
-            "proxy": self.instance,
-            "generated_at": format_ts(time.time()),
-            "cluster_reached": bool(ctx is not None and ctx.cluster_reached),
-            "bootstrap": bootstrap,
-            "nodes": nodes,
-            "partitions": partitions,
-        }
 
     def summary(self) -> str:
         """One line for `kproxy demo`: what kproxy saw of the cluster's leadership."""

@@ -25,18 +25,33 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
-from kproxy.proxy.addresses import join_host_port
+from kproxy.events import format_ts
+from kproxy.hostport import format_host_port
 
 if TYPE_CHECKING:
     from kproxy.config import Settings
     from kproxy.observability import Observability
-    from kproxy.proxy.server import ProxyContext
 
 log = logging.getLogger("kproxy.admin")
+
+
+class ProxyStatus(Protocol):
+    """What the admin server reads from the running proxy (`kproxy.proxy.Proxy`)."""
+
+    def readiness(self) -> tuple[bool, str]: ...
+
+    def topology(self) -> dict[str, Any]: ...
+
+
+class _Status:
+    """The proxy being served, once there is one."""
+
+    proxy: ProxyStatus | None = None
 
 
 def _json(body: dict[str, Any], status: int = 200) -> web.Response:
@@ -45,8 +60,9 @@ def _json(body: dict[str, Any], status: int = 200) -> web.Response:
     )
 
 
-def make_app(observer: Observability) -> web.Application:
-    """The admin application; `observer` supplies metrics, readiness and topology."""
+def make_app(observer: Observability, status: _Status) -> web.Application:
+    """The admin application: `observer` supplies metrics and the leader table,
+    `status.proxy` readiness and the node table."""
 
     async def metrics(request: web.Request) -> web.Response:
         # Prometheus asks for OpenMetrics or the text format in its Accept header.
@@ -59,11 +75,24 @@ def make_app(observer: Observability) -> web.Application:
         return web.Response(text="ok\n")
 
     async def readyz(request: web.Request) -> web.Response:
-        ready, reason = observer.readiness()
+        proxy = status.proxy
+        ready, reason = (False, "the proxy has not started") if proxy is None else proxy.readiness()
         return _json({"ready": ready, "reason": reason}, 200 if ready else 503)
 
     async def topology(request: web.Request) -> web.Response:
-        return _json(observer.topology(request.query.get("topic")))
+        proxy = status.proxy
+        nodes: dict[str, Any] = (
+            {"cluster_reached": False, "bootstrap": None, "nodes": []}
+            if proxy is None
+            else proxy.topology()
+        )
+        body: dict[str, Any] = {
+            "proxy": observer.instance,
+            "generated_at": format_ts(time.time()),
+        }
+        body.update(nodes)
+        body["partitions"] = observer.partitions(request.query.get("topic"))
+        return _json(body)
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
@@ -80,21 +109,28 @@ class AdminServer:
         self,
         settings: Settings,
         observer: Observability,
-        context: ProxyContext | None = None,
+        proxy: ProxyStatus | None = None,
     ) -> None:
         self.bind_host = settings.admin.bind_host
         self.requested_port = settings.admin.port
         self.observer = observer
-        if context is not None:
-            observer.attached(context)
+        self._status = _Status()
+        self._status.proxy = proxy
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+
+    def attach(self, proxy: ProxyStatus) -> None:
+        """Serve readiness and topology from `proxy` (started after the admin server,
+        so that /healthz answers and /readyz says why not while it starts)."""
+        self._status.proxy = proxy
 
     async def start(self) -> None:
         """Bind and serve; raises OSError when the address cannot be bound."""
         if self._runner is not None:
             return
-        runner = web.AppRunner(make_app(self.observer), access_log=None, handle_signals=False)
+        runner = web.AppRunner(
+            make_app(self.observer, self._status), access_log=None, handle_signals=False
+        )
         await runner.setup()
         site = web.TCPSite(runner, self.bind_host, self.requested_port, reuse_address=True)
         try:
@@ -115,7 +151,7 @@ class AdminServer:
 
     @property
     def address(self) -> str:
-        return join_host_port(self.bind_host, self.port)
+        return format_host_port(self.bind_host, self.port)
 
     @property
     def url(self) -> str:
@@ -136,9 +172,9 @@ def _bound_port(runner: web.AppRunner) -> int:
 
 
 async def start_admin(
-    settings: Settings, observer: Observability, context: ProxyContext | None = None
+    settings: Settings, observer: Observability, proxy: ProxyStatus | None = None
 ) -> AdminServer:
     """Start an admin server (for `serve()`); stop it with `await server.stop()`."""
-    server = AdminServer(settings, observer, context)
+    server = AdminServer(settings, observer, proxy)
     await server.start()
     return server

@@ -9,10 +9,18 @@ What it finds is reported as values plus the byte spans the rewriter needs.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from typing import Any
 
-from kproxy.protocol.errors import MalformedMessage, ProtocolError, UnsupportedVersion
-from kproxy.protocol.plan import (
+from kproxy.protocol.errors import MalformedMessage, UnsupportedVersion
+from kproxy.protocol.found import (
+    ArraySpan,
+    Endpoint,
+    LeaderObservation,
+    TaggedSpan,
+    WalkResult,
+)
+from kproxy.protocol.plan import Struct, plan_for
+from kproxy.protocol.plan_codes import (
     K_ENDPOINT,
     K_INLINE,
     K_PARTITION,
@@ -37,8 +45,6 @@ from kproxy.protocol.plan import (
     R_RACK,
     R_TOPIC_ID,
     R_TOPIC_NAME,
-    Struct,
-    plan_for,
 )
 from kproxy.protocol.primitives import read_uvarint
 
@@ -51,112 +57,15 @@ _i64 = struct.Struct(">q").unpack_from
 _ERROR_POS = 100  # vals key: where an endpoint struct's ErrorCode sits
 _MAX_DEPTH = 16  # Kafka messages nest at most a few levels; deeper input is hostile
 
-
-class TaggedSpan(NamedTuple):
-    """A tagged field that encloses an endpoint: its size varint and its value."""
-
-    size_start: int
-    size_end: int
-    value_start: int
-    value_end: int
-
-
-class ArraySpan:
-    """The count of an array whose elements are endpoints."""
-
-    __slots__ = ("compact", "count", "count_end", "count_start")
-
-    def __init__(self, count_start: int, count_end: int, count: int, compact: bool) -> None:
-        self.count_start = count_start
-        self.count_end = count_end
-        self.count = count
-        self.compact = compact
-
-
-class Endpoint:
-    """A broker or controller address found in a message."""
-
-    __slots__ = (
-        "array",
-        "compact",
-        "elem_end",
-        "elem_start",
-        "error_pos",
-        "host",
-        "host_end",
-        "host_start",
-        "listener",
-        "node_id",
-        "path",
-        "port",
-        "port_start",
-        "port_width",
-        "rack",
-        "tagged",
-    )
-
-    def __init__(
-        self,
-        path: str,
-        node_id: int | None,
-        listener: str | None,
-        host: str,
-        port: int,
-        rack: str | None,
-        compact: bool,
-        port_width: int,
-        host_start: int,
-        host_end: int,
-        port_start: int,
-        elem_start: int,
-        elem_end: int,
-        array: ArraySpan | None,
-        error_pos: int | None,
-        tagged: tuple[TaggedSpan, ...],
-    ) -> None:
-        self.path = path
-        self.node_id = node_id
-        self.listener = listener
-        self.host = host
-        self.port = port
-        self.rack = rack
-        self.compact = compact
-        self.port_width = port_width
-        self.host_start = host_start
-        self.host_end = host_end
-        self.port_start = port_start
-        self.elem_start = elem_start
-        self.elem_end = elem_end
-        self.array = array
-        self.error_pos = error_pos
-        self.tagged = tagged
-
-    def __repr__(self) -> str:
-        who = f"node {self.node_id}" if self.node_id is not None else f"listener {self.listener}"
-        return f"Endpoint({self.path or '<top>'}: {who} {self.host}:{self.port})"
-
-
-class LeaderObservation(NamedTuple):
-    """What one partition-level struct says about its partition's leadership.
-
-    `hint` is True when the leader came from a KIP-951 `CurrentLeader` (a redirect hint
-    on Produce/Fetch/ShareFetch/ShareAcknowledge), False when it is the partition's own
-    LeaderId/LeaderEpoch (Metadata, DescribeTopicPartitions, KRaft). Either may be None.
-    """
-
-    topic: str | None
-    topic_id: bytes | None
-    partition: int
-    error_code: int | None
-    leader_id: int | None
-    leader_epoch: int | None
-    hint: bool
-
-
-class WalkResult(NamedTuple):
-    endpoints: list[Endpoint]
-    leaders: list[LeaderObservation]
-    end: int  # offset just after the message
+__all__ = [
+    "ArraySpan",
+    "Endpoint",
+    "LeaderObservation",
+    "TaggedSpan",
+    "WalkResult",
+    "can_walk",
+    "walk",
+]
 
 
 def can_walk(api_key: int, version: int, is_request: bool) -> bool:
@@ -179,9 +88,10 @@ def walk(
     walker = _Walker(buf)
     try:
         end = walker.struct(plan, body_offset, len(buf), None, None, None, None, -1, None, 0)
-    except ProtocolError:
-        raise
-    except (struct.error, IndexError, ValueError, OverflowError, KeyError, TypeError) as exc:
+    # Only what bad bytes can cause: a fixed-width read past the end (struct.error) or a
+    # string that is not UTF-8. Anything else is a bug in kproxy or its plans, and must
+    # surface as one rather than be blamed on the peer.
+    except (struct.error, UnicodeDecodeError) as exc:
         raise MalformedMessage(f"malformed api {api_key} v{version} message: {exc}") from exc
     if end > len(buf):
         raise MalformedMessage("message runs past the end of its frame")

@@ -6,20 +6,11 @@ Every method is called after the bytes it describes were handed to the transport
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kproxy.protocol.walker import LeaderObservation
-
-if TYPE_CHECKING:
-    from kproxy.proxy.server import ProxyContext
 
 
 class ProxyObserver:
     """No-op base: subclasses override what they record."""
-
-    def attached(self, context: ProxyContext) -> None:
-        """Called once, by the ProxyContext that reports to this observer (so that the
-        admin server's /readyz and /topology can read its listeners and address book)."""
 
     def connection_opened(self, listener: str) -> None:
         pass

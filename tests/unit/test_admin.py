@@ -22,11 +22,11 @@ import aiohttp
 import pytest
 
 from kproxy.admin.server import AdminServer, start_admin
+from kproxy.app import serve
 from kproxy.config import Settings, parse_config
 from kproxy.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.proxy.app import serve
-from kproxy.proxy.server import ProxyContext
+from kproxy.proxy.proxy import Proxy
 from tests.kio_support import decode_request_frame, encode_response_frame, kio_message_class
 
 DEADLINE_SECONDS = 10.0
@@ -137,7 +137,8 @@ def test_endpoints_readiness_and_topology(tmp_path: Path) -> None:
                 assert status == 503 and ctype.startswith("application/json")
                 assert json.loads(body) == {"ready": False, "reason": "the proxy has not started"}
 
-                ctx = ProxyContext(settings, observer)
+                ctx = Proxy(settings, observer)
+                admin.attach(ctx)
                 await ctx.start()
                 try:
 
@@ -181,7 +182,7 @@ def test_endpoints_readiness_and_topology(tmp_path: Path) -> None:
                     n1 = nodes[1]
                     assert n1["advertised"] == "broker-1.test.invalid:9092"
                     assert n1["dial"] == f"127.0.0.1:{broker_port}"
-                    assert n1["kproxy"] == f"127.0.0.1:{ctx.listeners['node-1'].port}"
+                    assert n1["kproxy"] == f"127.0.0.1:{ctx.listeners.by_name['node-1'].port}"
                     assert n1["listener_state"] == "serving"
                     assert nodes[2]["dial"] == nodes[2]["advertised"] == "127.0.0.1:19092"
                     parts = [
@@ -232,7 +233,7 @@ def test_not_ready_until_the_cluster_is_reached(tmp_path: Path) -> None:
     async def main() -> None:
         settings = settings_for(tmp_path, unused_port())
         observer = Observability(settings)
-        ctx = ProxyContext(settings, observer)
+        ctx = Proxy(settings, observer)
         admin = AdminServer(settings, observer, ctx)
         await admin.start()
         try:

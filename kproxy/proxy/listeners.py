@@ -1,0 +1,122 @@
+"""The listening sockets: the bootstrap port and one port per node.
+
+A node's listener is bound synchronously, before the response that named the node is
+written, so a client that connects right after it is queued by the kernel; serving
+starts a moment later on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Callable, Iterable
+
+from kproxy.proxy.mapping import AddressMap
+
+log = logging.getLogger("kproxy.listeners")
+
+BOOTSTRAP = "bootstrap"
+ProtocolFactory = Callable[[str, "int | None"], asyncio.Protocol]
+
+
+class Listener:
+    """One listening socket: the bootstrap port or one node's port."""
+
+    def __init__(self, name: str, node_id: int | None, port: int, sock: socket.socket) -> None:
+        self.name = name
+        self.node_id = node_id
+        self.port = port
+        self.sock = sock
+        self.server: asyncio.AbstractServer | None = None
+        self.state = "binding"  # binding, serving, failed, closed
+
+
+class ListenerSet:
+    """Every listener of one kproxy process, keyed by name (`bootstrap`, `node-N`)."""
+
+    def __init__(self, bind_host: str, addresses: AddressMap, factory: ProtocolFactory) -> None:
+        self.bind_host = bind_host
+        self.addresses = addresses
+        self.factory = factory
+        self.by_name: dict[str, Listener] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _bind(self, port: int) -> socket.socket:
+        infos = socket.getaddrinfo(
+            self.bind_host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        family, _, _, _, addr = infos[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(addr)
+            sock.listen(1024)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def open(self, node_id: int | None, port: int) -> Listener | None:
+        """Open a listener now, or return the one already open (None if it failed)."""
+        name = BOOTSTRAP if node_id is None else f"node-{node_id}"
+        existing = self.by_name.get(name)
+        if existing is not None:
+            return existing if existing.state != "failed" else None
+        try:
+            sock = self._bind(port)
+        except OSError as exc:
+            log.error("cannot listen on %s:%d for %s: %s", self.bind_host, port, name, exc)
+            failed = Listener(name, node_id, port, socket.socket())
+            failed.sock.close()
+            failed.state = "failed"
+            self.by_name[name] = failed
+            if node_id is not None:
+                self.addresses.listener_failed(node_id)
+            return None
+        # Port 0 means an OS-chosen port (demo and tests): clients are told the real one.
+        actual_port = sock.getsockname()[1]
+        listener = Listener(name, node_id, actual_port, sock)
+        self.by_name[name] = listener
+        if node_id is not None:
+            self.addresses.listener_bound(node_id, actual_port)
+        task = asyncio.get_running_loop().create_task(self._serve(listener))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        log.info("listening on %s:%d for %s", self.bind_host, actual_port, name)
+        return listener
+
+    def open_nodes(self, node_ids: Iterable[int]) -> None:
+        for node_id in node_ids:
+            port = self.addresses.port_for_node(node_id)
+            if port is not None:
+                self.open(node_id, port)
+
+    async def _serve(self, listener: Listener) -> None:
+        loop = asyncio.get_running_loop()
+        name, node_id = listener.name, listener.node_id
+        factory = self.factory
+        listener.server = await loop.create_server(
+            lambda: factory(name, node_id), sock=listener.sock
+        )
+        if listener.state == "binding":
+            listener.state = "serving"
+
+    def get(self, name: str) -> Listener | None:
+        return self.by_name.get(name)
+
+    def stop_accepting(self) -> None:
+        for listener in self.by_name.values():
+            if listener.server is not None:
+                listener.server.close()
+            elif listener.state != "failed":
+                listener.sock.close()
+            listener.state = "closed"
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def wait_closed(self) -> None:
+        for listener in self.by_name.values():
+            if listener.server is not None:
+                await listener.server.wait_closed()

@@ -1,0 +1,90 @@
+"""Where each node is: its advertised and dialled address, and its kproxy address.
+
+Pure state, no sockets: the listeners record the ports they bound, sessions ask it
+(through `kproxy.session.AddressMapping`) what clients must be told, and the
+connections ask it where to dial. Brokers often advertise names only resolvable inside
+their own network; the operator's `dial_overrides` say which address kproxy dials
+instead, while clients only ever see kproxy's own addresses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kproxy.hostport import HostPort
+
+if TYPE_CHECKING:
+    from kproxy.config import ClusterSettings, ListenerSettings
+
+
+class AddressMap:
+    """Node id -> advertised address, dial address and kproxy listener port."""
+
+    def __init__(self, cluster: ClusterSettings, listeners: ListenerSettings) -> None:
+        self.bootstrap: list[HostPort] = list(cluster.bootstrap_servers)
+        self.dial_address = cluster.dial_address
+        self.advertised_host = listeners.advertised_host
+        self._port_for_node = listeners.port_for_node
+        self.advertised: dict[int, HostPort] = {}  # what the cluster says each node is
+        self.listener_ports: dict[int, int] = {}  # node id -> port its listener got
+        self.failed_listeners: set[int] = set()
+        self._node_at_port: dict[int, int] = {}
+        self._next_bootstrap = 0
+
+    # -- kproxy's side ---------------------------------------------------------------------
+    def port_for_node(self, node_id: int) -> int | None:
+        """The configured port (0: OS-chosen), or None when node_id cannot be mapped."""
+        port: int | None = self._port_for_node(node_id)
+        return port
+
+    def is_mappable(self, node_id: int) -> bool:
+        return self._port_for_node(node_id) is not None
+
+    def needs_listener(self, node_id: int) -> bool:
+        return (
+            node_id not in self.listener_ports
+            and node_id not in self.failed_listeners
+            and self._port_for_node(node_id) is not None
+        )
+
+    def kproxy_address(self, node_id: int) -> HostPort | None:
+        port = self.listener_ports.get(node_id)
+        return None if port is None else (self.advertised_host, port)
+
+    def listener_bound(self, node_id: int, port: int) -> None:
+        self.listener_ports[node_id] = port
+        self._node_at_port[port] = node_id
+
+    def listener_failed(self, node_id: int) -> None:
+        self.failed_listeners.add(node_id)
+
+    # -- the cluster's side ------------------------------------------------------------------
+    def learn(self, node_id: int, host: str, port: int, authoritative: bool) -> bool:
+        """Record where the cluster says node_id is; True if that is new or moved."""
+        old = self.advertised.get(node_id)
+        if old == (host, port) or (old is not None and not authoritative):
+            return False
+        self.advertised[node_id] = (host, port)
+        return True
+
+    def node_dial_address(self, node_id: int) -> HostPort | None:
+        adv = self.advertised.get(node_id)
+        return None if adv is None else self.dial_address(*adv)
+
+    def cluster_address(self, host: str, port: int) -> HostPort:
+        """Requests travel to the cluster: kproxy's own addresses become the real ones."""
+        if host == self.advertised_host:
+            node_id = self._node_at_port.get(port)
+            if node_id is not None:
+                adv = self.advertised.get(node_id)
+                if adv is not None:
+                    return adv
+        return host, port
+
+    def bootstrap_order(self) -> list[HostPort]:
+        """Bootstrap servers, rotated so that connections spread across them."""
+        n = len(self.bootstrap)
+        start = self._next_bootstrap % n
+        self._next_bootstrap += 1
+        order = self.bootstrap[start:] + self.bootstrap[:start]
+        return [self.dial_address(h, p) for h, p in order]

@@ -1,0 +1,133 @@
+"""The proxy of one kproxy process: its parts put together, started and drained.
+
+It composes the address map, the listeners, cluster discovery and the connection
+registry, and answers the admin server's two questions (`readiness`, `topology`)
+without the admin server reaching into any of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kproxy.hostport import format_host_port
+from kproxy.proxy.connection import ClientConnection
+from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
+from kproxy.proxy.listeners import BOOTSTRAP, ListenerSet
+from kproxy.proxy.mapping import AddressMap
+from kproxy.proxy.observer import ProxyObserver
+from kproxy.proxy.services import ConnectionRegistry, ConnectionServices
+from kproxy.session import SessionLimits
+
+if TYPE_CHECKING:
+    from kproxy.config import Settings
+
+log = logging.getLogger("kproxy.proxy")
+
+
+class Proxy:
+    """Listeners, mapping, discovery and connections of one kproxy process."""
+
+    def __init__(self, settings: Settings, observer: ProxyObserver | None = None) -> None:
+        self.settings = settings
+        self.observer = observer or ProxyObserver()
+        lst = settings.listeners
+        limits = settings.limits
+        self.addresses = AddressMap(settings.cluster, lst)
+        self.listeners = ListenerSet(lst.bind_host, self.addresses, self._new_connection)
+        self.reports = NodeReports(self.addresses, self.observer, lst.max_node_id)
+        connect_timeout = float(settings.cluster.connect_timeout_seconds)
+        self.discovery = ClusterDiscovery(
+            self.addresses,
+            self.listeners,
+            self.reports,
+            limits.max_frame_bytes,
+            connect_timeout,
+        )
+        self.registry = ConnectionRegistry(self.observer)
+        self.services = ConnectionServices(
+            self.addresses,
+            self.listeners,
+            self.discovery,
+            self.reports,
+            self.registry,
+            self.observer,
+            SessionLimits(limits.max_frame_bytes, limits.max_in_flight_requests),
+            limits.write_buffer_high_bytes,
+            connect_timeout,
+        )
+        self._discovery_task: asyncio.Task[None] | None = None
+
+    def _new_connection(self, listener: str, node_id: int | None) -> ClientConnection:
+        return ClientConnection(self.services, listener, node_id)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        port = self.settings.listeners.bootstrap_port
+        if self.listeners.open(None, port) is None:
+            raise OSError(f"cannot listen on {self.listeners.bind_host}:{port}")
+        await asyncio.sleep(0)  # let the bootstrap server start
+        self._discovery_task = asyncio.get_running_loop().create_task(self.discovery.run())
+
+    @property
+    def bootstrap_port(self) -> int:
+        return self.listeners.by_name[BOOTSTRAP].port
+
+    async def stop(self, grace_seconds: float) -> None:
+        """Stop accepting, let in-flight requests finish for the grace period, close."""
+        self.registry.accepting = False
+        self.discovery.running = False
+        self.listeners.stop_accepting()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_seconds
+        while loop.time() < deadline and self.registry.any_in_flight():
+            await asyncio.sleep(0.05)
+        self.registry.close_all("shutdown")
+        if self._discovery_task is not None:
+            self._discovery_task.cancel()
+        await self.listeners.wait_closed()
+
+    # -- what the admin server reads ---------------------------------------------------------------
+    def readiness(self) -> tuple[bool, str]:
+        """(ready, reason): the bootstrap listener serves and the cluster was reached."""
+        listener = self.listeners.get(BOOTSTRAP)
+        if listener is None or listener.state != "serving":
+            state = "missing" if listener is None else listener.state
+            return False, f"the bootstrap listener is {state}"
+        if not self.discovery.reached:
+            return False, "the cluster has not been reached yet"
+        return True, "ready"
+
+    def topology(self) -> dict[str, Any]:
+        """The bootstrap listener and every node as kproxy maps it."""
+        addresses = self.addresses
+        host = addresses.advertised_host
+        boot = self.listeners.get(BOOTSTRAP)
+        bootstrap = {
+            "kproxy": format_host_port(host, boot.port) if boot is not None else None,
+            "listener_state": boot.state if boot is not None else "none",
+            "servers": [format_host_port(h, p) for h, p in addresses.bootstrap],
+        }
+        by_node = {
+            lst.node_id: lst for lst in self.listeners.by_name.values() if lst.node_id is not None
+        }
+        nodes: list[dict[str, Any]] = []
+        for node_id in sorted(set(by_node) | set(addresses.advertised)):
+            adv = addresses.advertised.get(node_id)
+            listener = by_node.get(node_id)
+            serving = listener is not None and listener.state != "failed"
+            nodes.append(
+                {
+                    "id": node_id,
+                    "advertised": format_host_port(*adv) if adv is not None else None,
+                    "dial": format_host_port(*addresses.dial_address(*adv))
+                    if adv is not None
+                    else None,
+                    "kproxy": format_host_port(host, listener.port)
+                    if listener is not None and serving
+                    else None,
+                    "listener_state": listener.state if listener is not None else "none",
+                }
+            )
+        return {"cluster_reached": self.discovery.reached, "bootstrap": bootstrap, "nodes": nodes}

@@ -1,0 +1,107 @@
+"""What one call into a session returns: chunks to send, facts to observe, a close."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kproxy.protocol.walker import LeaderObservation
+
+
+class SessionClose(NamedTuple):
+    """Bad bytes from one side: the pair is closed, with this reason logged and counted."""
+
+    side: str  # "client" or "upstream"
+    reason: str  # a short, bounded label (ProtocolError.reason)
+    message: str
+
+    @property
+    def cause(self) -> str:
+        return f"{self.side}_{self.reason}"
+
+
+class NodeLearned(NamedTuple):
+    """The cluster named a node's advertised address for the first time, or a new one."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+class ResponseSeen:
+    """One response forwarded to the client, for the observer (after the write)."""
+
+    __slots__ = (
+        "api_key",
+        "client_id",
+        "endpoint_nodes",
+        "leaders",
+        "received",
+        "removed",
+        "rewritten",
+        "size",
+        "upstream_seconds",
+        "version",
+    )
+
+    def __init__(
+        self,
+        api_key: int,
+        version: int,
+        client_id: str | None,
+        size: int,
+        received: float,
+        upstream_seconds: float,
+        leaders: list[LeaderObservation] | None,
+        endpoint_nodes: frozenset[int],
+        rewritten: int,
+        removed: int,
+    ) -> None:
+        self.api_key = api_key
+        self.version = version
+        self.client_id = client_id
+        self.size = size  # bytes sent to the client (after any rewrite)
+        self.received = received  # when its request arrived from the client
+        self.upstream_seconds = upstream_seconds  # request sent -> response back
+        self.leaders = leaders  # partition leadership the response carried, if walked
+        self.endpoint_nodes = endpoint_nodes  # node ids of the endpoints it carried
+        self.rewritten = rewritten
+        self.removed = removed
+
+
+class ClientStep:
+    """The result of bytes from the client."""
+
+    __slots__ = ("close", "pause_reading", "requests", "to_upstream")
+
+    def __init__(self) -> None:
+        self.to_upstream: list[bytes | memoryview] = []
+        self.requests: list[tuple[int, int]] = []  # (api key, frame size) admitted
+        self.pause_reading = False  # too many requests in flight: stop reading the client
+        self.close: SessionClose | None = None
+
+
+class UpstreamStep:
+    """The result of bytes from the broker (or of the listeners a step asked for)."""
+
+    __slots__ = (
+        "clamped",
+        "close",
+        "learned",
+        "nodes_needing_listeners",
+        "responses",
+        "resume_reading",
+        "to_client",
+        "unmapped",
+    )
+
+    def __init__(self) -> None:
+        self.to_client: list[bytes | memoryview] = []
+        self.responses: list[ResponseSeen] = []
+        # Listeners to open before anything more is sent; then call
+        # `ProxySession.listeners_opened` for the responses held back for them.
+        self.nodes_needing_listeners: list[int] = []
+        self.learned: list[NodeLearned] = []
+        self.unmapped: list[int] = []  # node ids whose endpoints were removed
+        self.clamped: list[tuple[int, int]] = []  # ApiVersions: (dropped, lowered) keys
+        self.resume_reading = False  # in-flight requests fell back: read the client again
+        self.close: SessionClose | None = None

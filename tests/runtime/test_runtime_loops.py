@@ -1,0 +1,191 @@
+"""The asyncio runtime on both event loops: uvloop and the standard one.
+
+kproxy runs in-process on the loop `runtime.event_loop` names, in front of a scripted
+broker whose every answer is encoded by kio. A client over real loopback sockets is
+told kproxy's node address (the listener opened before the answer was written), is
+served on that node port, and a client sending garbage is closed without disturbing
+the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.metadata.v12.response import MetadataResponse, MetadataResponseBroker
+
+from kproxy.config import Settings, parse_config
+from kproxy.observability import Observability
+from kproxy.proxy.loop import new_event_loop
+from kproxy.proxy.proxy import Proxy
+from tests.kio_support import (
+    decode_request_frame,
+    decode_response_frame,
+    encode_request_frame,
+    encode_response_frame,
+)
+
+LOOPS = ["uvloop", "asyncio"]
+ADVERTISED = "broker-1.runtime.invalid"
+DEADLINE = 10.0
+
+
+def run_on(loop_name: str, main: Callable[[], Awaitable[None]]) -> None:
+    loop = new_event_loop(loop_name)
+    try:
+        loop.run_until_complete(asyncio.wait_for(main(), 60))
+        assert type(loop).__module__.startswith("uvloop") == (loop_name == "uvloop")
+    finally:
+        loop.close()
+
+
+@asynccontextmanager
+async def scripted_broker(seen: list[int]) -> AsyncIterator[int]:
+    """Answers every Metadata v12 request with one broker, ADVERTISED:<its port>."""
+    port_box: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                frame = struct.pack(">i", size) + await reader.readexactly(size)
+                api_key, version, corr, _client, _msg = decode_request_frame(frame)
+                seen.append(api_key)
+                if (api_key, version) == (3, 1):  # kproxy's own discovery
+                    from kio.schema.metadata.v1.response import MetadataResponse as V1
+                    from kio.schema.metadata.v1.response import MetadataResponseBroker as B1
+
+                    answer: Any = V1(
+                        brokers=(B1(node_id=1, host=ADVERTISED, port=port_box[0], rack=None),),
+                        controller_id=1,
+                        topics=(),
+                    )
+                else:
+                    answer = metadata_answer(port_box[0])
+                writer.write(encode_response_frame(answer, corr))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port_box.append(server.sockets[0].getsockname()[1])
+    try:
+        yield port_box[0]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def metadata_answer(port: int) -> MetadataResponse:
+    return MetadataResponse(
+        throttle_time=datetime.timedelta(0),
+        brokers=(MetadataResponseBroker(node_id=1, host=ADVERTISED, port=port, rack=None),),
+        cluster_id="runtime",
+        controller_id=1,
+        topics=(),
+    )
+
+
+def settings_for(broker_port: int, loop_name: str, tmp_events: str) -> Settings:
+    return parse_config(
+        {
+            "cluster": {
+                "bootstrap_servers": [f"127.0.0.1:{broker_port}"],
+                "dial_overrides": {ADVERTISED: "127.0.0.1"},
+            },
+            "listeners": {"bootstrap_port": 0, "broker_port_base": 0},
+            "admin": {"enabled": False},
+            "events": {"enabled": False, "dir": tmp_events},
+            "runtime": {"event_loop": loop_name},
+        }
+    )
+
+
+async def metadata_round_trip(port: int, corr: int) -> MetadataResponse:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        request = MetadataRequest(
+            topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+        )
+        writer.write(encode_request_frame(request, corr, "runtime-test"))
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        frame = struct.pack(">i", size) + await reader.readexactly(size)
+        got_corr, msg = decode_response_frame(MetadataResponse, frame)
+        assert got_corr == corr
+        assert isinstance(msg, MetadataResponse)
+        return msg
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_client_is_served_through_a_node_listener(loop_name: str, tmp_path: Any) -> None:
+    async def main() -> None:
+        seen: list[int] = []
+        async with scripted_broker(seen) as broker_port:
+            settings = settings_for(broker_port, loop_name, str(tmp_path))
+            observer = Observability(settings, runtime_collectors=False)
+            proxy = Proxy(settings, observer)
+            await proxy.start()
+            try:
+                answer = await metadata_round_trip(proxy.bootstrap_port, 7)
+                (broker,) = answer.brokers
+                node_port = proxy.listeners.by_name["node-1"].port
+                assert (broker.node_id, broker.host, broker.port) == (1, "127.0.0.1", node_port)
+                again = await metadata_round_trip(node_port, 8)
+                assert again.brokers[0].port == node_port
+                ready, reason = proxy.readiness()
+                assert ready, reason
+                assert seen.count(3) >= 2
+            finally:
+                await proxy.stop(0.5)
+                observer.close()
+
+    run_on(loop_name, main)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_garbage_closes_only_its_own_connection(loop_name: str, tmp_path: Any) -> None:
+    async def main() -> None:
+        async with scripted_broker([]) as broker_port:
+            settings = settings_for(broker_port, loop_name, str(tmp_path))
+            observer = Observability(settings, runtime_collectors=False)
+            proxy = Proxy(settings, observer)
+            await proxy.start()
+            try:
+                healthy_reader, healthy_writer = await asyncio.open_connection(
+                    "127.0.0.1", proxy.bootstrap_port
+                )
+                bad_reader, bad_writer = await asyncio.open_connection(
+                    "127.0.0.1", proxy.bootstrap_port
+                )
+                bad_writer.write(b"GET / HTTP/1.1\r\n\r\n")
+                assert await asyncio.wait_for(bad_reader.read(), DEADLINE) == b""
+                bad_writer.close()
+                errors = observer.metrics.value(
+                    "kproxy_frame_errors_total", {"side": "client", "reason": "http_on_kafka_port"}
+                )
+                assert errors == 1
+                request = MetadataRequest(
+                    topics=None,
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
+                healthy_writer.write(encode_request_frame(request, 1, "healthy"))
+                size = struct.unpack(">i", await healthy_reader.readexactly(4))[0]
+                assert size > 0
+                await healthy_reader.readexactly(size)
+                healthy_writer.close()
+            finally:
+                await proxy.stop(0.5)
+                observer.close()
+
+    run_on(loop_name, main)

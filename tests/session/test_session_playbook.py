@@ -1,0 +1,403 @@
+"""Session playbooks: these bytes in from this side -> these chunks out, these facts, this close.
+
+No sockets and no event loop: `ProxySession` is driven directly, every frame built and
+every output decoded with kio (an independent codec), in the manner of mitmproxy's
+layer tests. Each rule the session owns has a play here: admission errors, acks=0,
+the in-flight cap, the ApiVersions v0 header and clamp, endpoint rewriting and
+removal, request-side reverse mapping, a new node id held for its listener, and a
+correlation id nobody waits for.
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsRequestV0
+from kio.schema.api_versions.v0.response import ApiVersion
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+from kio.schema.find_coordinator.v3.response import FindCoordinatorResponse
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.metadata.v12.response import MetadataResponse, MetadataResponseBroker
+from kio.schema.produce.v10.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.produce.v10.response import (
+    LeaderIdAndEpoch,
+    NodeEndpoint,
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from kio.schema.update_raft_voter.v0.request import (
+    KRaftVersionFeature,
+    Listener,
+    UpdateRaftVoterRequest,
+)
+
+from kproxy.session import ClientStep, ProxySession, SessionLimits, UpstreamStep
+from tests.kio_support import (
+    decode_request_frame,
+    decode_response_frame,
+    encode_request_frame,
+    encode_response_frame,
+)
+
+NOW = 100.0
+LATER = 100.25
+KPROXY_HOST = "127.0.0.1"
+ZERO = datetime.timedelta(0)
+
+
+@dataclass
+class TableMapping:
+    """The address mapping as a table: nodes 0..max_node_id map, listeners open on demand."""
+
+    max_node_id: int = 10
+    ports: dict[int, int] = field(default_factory=dict)  # open listeners
+    advertised: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+    def kproxy_address(self, node_id: int) -> tuple[str, int] | None:
+        port = self.ports.get(node_id)
+        return None if port is None else (KPROXY_HOST, port)
+
+    def is_mappable(self, node_id: int) -> bool:
+        return 0 <= node_id <= self.max_node_id
+
+    def needs_listener(self, node_id: int) -> bool:
+        return self.is_mappable(node_id) and node_id not in self.ports
+
+    def learn(self, node_id: int, host: str, port: int, authoritative: bool) -> bool:
+        old = self.advertised.get(node_id)
+        if old == (host, port) or (old is not None and not authoritative):
+            return False
+        self.advertised[node_id] = (host, port)
+        return True
+
+    def cluster_address(self, host: str, port: int) -> tuple[str, int]:
+        for node_id, kport in self.ports.items():
+            if (host, port) == (KPROXY_HOST, kport) and node_id in self.advertised:
+                return self.advertised[node_id]
+        return host, port
+
+    def open(self, node_ids: list[int]) -> None:
+        for node_id in node_ids:
+            self.ports[node_id] = 19000 + node_id
+
+
+def session(mapping: TableMapping | None = None, max_in_flight: int = 100) -> ProxySession:
+    return ProxySession(mapping or TableMapping(), SessionLimits(1 << 20, max_in_flight))
+
+
+def joined(chunks: list[bytes | memoryview]) -> bytes:
+    return b"".join(bytes(c) for c in chunks)
+
+
+def client(s: ProxySession, data: bytes) -> ClientStep:
+    return s.client_bytes(data, NOW)
+
+
+def upstream(s: ProxySession, data: bytes) -> UpstreamStep:
+    return s.upstream_bytes(data, LATER)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def metadata_request(corr: int) -> bytes:
+    msg = MetadataRequest(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    return encode_request_frame(msg, corr, "app")
+
+
+def metadata_response(corr: int, brokers: list[tuple[int, str, int]]) -> bytes:
+    msg = MetadataResponse(
+        throttle_time=ZERO,
+        brokers=tuple(MetadataResponseBroker(node_id=n, host=h, port=p) for n, h, p in brokers),
+        cluster_id="c",
+        controller_id=brokers[0][0],
+        topics=(),
+    )
+    return encode_response_frame(msg, corr)
+
+
+def produce_request(corr: int, acks: int) -> bytes:
+    msg = ProduceRequest(
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=1),
+        topic_data=(
+            TopicProduceData(
+                name="t", partition_data=(PartitionProduceData(index=0, records=None),)
+            ),
+        ),
+    )
+    return encode_request_frame(msg, corr, "producer")
+
+
+def produce_redirect(corr: int, new_leader: int, host: str, port: int) -> bytes:
+    """NOT_LEADER_OR_FOLLOWER with the KIP-951 CurrentLeader and NodeEndpoints."""
+    msg = ProduceResponse(
+        responses=(
+            TopicProduceResponse(
+                name="t",
+                partition_responses=(
+                    PartitionProduceResponse(
+                        index=0,
+                        error_code=ErrorCode.not_leader_or_follower,
+                        base_offset=-1,
+                        log_append_time=None,
+                        log_start_offset=-1,
+                        record_errors=(),
+                        error_message=None,
+                        current_leader=LeaderIdAndEpoch(leader_id=new_leader, leader_epoch=7),
+                    ),
+                ),
+            ),
+        ),
+        throttle_time=ZERO,
+        node_endpoints=(NodeEndpoint(node_id=new_leader, host=host, port=port, rack=None),),
+    )
+    return encode_response_frame(msg, corr)
+
+
+def request_with(api_key: int, version: int, corr: int, body: bytes = b"") -> bytes:
+    """A request frame with a v1 header for any (key, version), known or not."""
+    payload = struct.pack(">hhih", api_key, version, corr, 3) + b"app" + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+# --------------------------------------------------------------------------- admission
+
+
+@pytest.mark.parametrize(
+    ("frame", "reason"),
+    [
+        pytest.param(request_with(9999, 0, 1), "unknown_api_key", id="unknown-api-key"),
+        pytest.param(request_with(3, 99, 1), "unknown_api_version", id="unknown-version"),
+        pytest.param(request_with(17, 0, 1), "sasl_handshake_v0", id="sasl-handshake-v0"),
+        pytest.param(struct.pack(">i", -5), "negative_frame_size", id="negative-size"),
+        pytest.param(struct.pack(">i", 2 << 20), "frame_too_large", id="over-the-frame-limit"),
+        pytest.param(b"\x16\x03\x01\x02\x00\x01", "tls_on_plain_port", id="tls-client-hello"),
+        pytest.param(b"GET / HTTP/1.1\r\n", "http_on_kafka_port", id="http-request"),
+        pytest.param(struct.pack(">i", 4) + b"\x00\x03\x00\x0c", "malformed", id="short-header"),
+    ],
+)
+def test_refused_requests_close_the_client_side(frame: bytes, reason: str) -> None:
+    s = session()
+    step = client(s, frame)
+    assert step.to_upstream == []
+    assert step.close is not None
+    assert (step.close.side, step.close.reason) == ("client", reason)
+    assert step.close.cause == f"client_{reason}"
+    assert step.close.message  # a log line needs words
+    assert len(s.inflight) == 0
+
+
+def test_a_request_before_a_refused_one_in_the_same_read_is_not_forwarded() -> None:
+    s = session()
+    step = client(s, metadata_request(1) + request_with(9999, 0, 2))
+    assert step.close is not None and step.close.reason == "unknown_api_key"
+    assert step.to_upstream == []
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def test_requests_pass_untouched_and_are_recorded() -> None:
+    s = session()
+    frame = metadata_request(5)
+    step = client(s, frame)
+    assert step.close is None and not step.pause_reading
+    assert joined(step.to_upstream) == frame
+    assert step.requests == [(3, len(frame) - 4)]
+    assert len(s.inflight) == 1
+
+
+def test_byte_by_byte_requests_come_out_whole() -> None:
+    s = session()
+    frame = metadata_request(5)
+    out = b""
+    for i in range(len(frame)):
+        out += joined(client(s, frame[i : i + 1]).to_upstream)
+    assert out == frame
+    assert s.client_bytes_pending == 0
+
+
+def test_truncated_request_is_pending_at_close() -> None:
+    s = session()
+    frame = metadata_request(5)
+    client(s, frame[:-3])
+    assert s.client_bytes_pending == len(frame) - 3
+
+
+def test_produce_acks_0_holds_no_in_flight_slot() -> None:
+    s = session()
+    step = client(s, produce_request(1, acks=0) + produce_request(2, acks=1))
+    assert joined(step.to_upstream) == produce_request(1, acks=0) + produce_request(2, acks=1)
+    assert len(s.inflight) == 1  # only the acks=1 request waits for an answer
+
+
+def test_in_flight_cap_pauses_and_resumes_reading() -> None:
+    s = session(max_in_flight=2)
+    assert not client(s, metadata_request(1)).pause_reading
+    step = client(s, metadata_request(2))
+    assert step.pause_reading  # the cap is reached: stop reading the client
+    broker = [(1, "broker-1.invalid", 9092)]
+    mapping = s.mapping
+    assert isinstance(mapping, TableMapping)
+    mapping.open([1])
+    back = upstream(s, metadata_response(1, broker))
+    assert back.resume_reading  # below half the cap again
+    assert not upstream(s, metadata_response(2, broker)).resume_reading  # only once
+
+
+def test_request_endpoints_are_mapped_back_to_the_cluster() -> None:
+    mapping = TableMapping(ports={2: 19002}, advertised={2: ("controller-2.invalid", 9093)})
+    s = session(mapping)
+
+    def voter_update(host: str, port: int) -> Any:
+        return UpdateRaftVoterRequest(
+            cluster_id="c",
+            current_leader_epoch=3,
+            voter_id=2,
+            voter_directory_id=uuid.UUID(int=2),
+            listeners=(
+                Listener(name="CONTROLLER", host=host, port=port),
+                Listener(name="OTHER", host="elsewhere.invalid", port=1234),
+            ),
+            k_raft_version_feature=KRaftVersionFeature(
+                min_supported_version=0, max_supported_version=1
+            ),
+        )
+
+    step = client(s, encode_request_frame(voter_update(KPROXY_HOST, 19002), 4, "ctl"))
+    _key, _version, corr, _cid, msg = decode_request_frame(joined(step.to_upstream))
+    assert corr == 4
+    assert msg == voter_update("controller-2.invalid", 9093)
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def test_new_node_is_held_until_its_listener_is_open_then_rewritten() -> None:
+    mapping = TableMapping()
+    s = session(mapping)
+    client(s, metadata_request(1))
+    brokers = [(1, "broker-1.invalid", 9092), (2, "broker-2.invalid", 9092)]
+    step = upstream(s, metadata_response(1, brokers))
+    assert step.to_client == [] and step.responses == []
+    assert step.nodes_needing_listeners == [1, 2]
+    assert [tuple(n) for n in step.learned] == [
+        (1, "broker-1.invalid", 9092),
+        (2, "broker-2.invalid", 9092),
+    ]
+    mapping.open(step.nodes_needing_listeners)
+    released = s.listeners_opened()
+    corr, msg = decode_response_frame(MetadataResponse, joined(released.to_client))
+    assert corr == 1
+    assert [(b.node_id, b.host, b.port) for b in msg.brokers] == [
+        (1, KPROXY_HOST, 19001),
+        (2, KPROXY_HOST, 19002),
+    ]
+    (seen,) = released.responses
+    assert (seen.api_key, seen.rewritten, seen.removed) == (3, 2, 0)
+    assert seen.received == NOW and seen.upstream_seconds == LATER - NOW
+    assert len(s.inflight) == 0
+
+
+def test_unmappable_node_is_removed_and_reported() -> None:
+    mapping = TableMapping(max_node_id=5, ports={1: 19001})
+    s = session(mapping)
+    client(s, metadata_request(1))
+    step = upstream(s, metadata_response(1, [(1, "b1.invalid", 9092), (700, "b700.invalid", 9092)]))
+    assert step.nodes_needing_listeners == []
+    _, msg = decode_response_frame(MetadataResponse, joined(step.to_client))
+    assert [(b.node_id, b.host, b.port) for b in msg.brokers] == [(1, KPROXY_HOST, 19001)]
+    assert step.unmapped == [700]
+    assert (step.responses[0].rewritten, step.responses[0].removed) == (1, 1)
+
+
+def test_find_coordinator_for_an_unmappable_node_says_not_available() -> None:
+    s = session(TableMapping(max_node_id=5))
+    client(s, encode_request_frame(FindCoordinatorRequest(key="g", key_type=0), 3, "app"))
+    answer = FindCoordinatorResponse(
+        throttle_time=ZERO,
+        error_code=ErrorCode.none,
+        error_message=None,
+        node_id=900,
+        host="coordinator.invalid",
+        port=9092,
+    )
+    step = upstream(s, encode_response_frame(answer, 3))
+    _, msg = decode_response_frame(FindCoordinatorResponse, joined(step.to_client))
+    assert msg.error_code == ErrorCode.coordinator_not_available
+    assert (msg.host, msg.port) == ("", -1)
+
+
+def test_kip951_redirect_is_rewritten_and_reports_the_leader() -> None:
+    mapping = TableMapping(ports={3: 19003})
+    s = session(mapping)
+    client(s, produce_request(8, acks=1))
+    step = upstream(s, produce_redirect(8, 3, "broker-3.invalid", 9092))
+    _, msg = decode_response_frame(ProduceResponse, joined(step.to_client))
+    assert [(e.node_id, e.host, e.port) for e in msg.node_endpoints] == [(3, KPROXY_HOST, 19003)]
+    (seen,) = step.responses
+    assert seen.endpoint_nodes == frozenset({3})
+    assert seen.leaders is not None
+    (leader,) = seen.leaders
+    assert (leader.topic, leader.partition, leader.leader_id, leader.leader_epoch) == ("t", 0, 3, 7)
+    assert leader.hint and leader.error_code == ErrorCode.not_leader_or_follower.value
+
+
+def test_api_versions_v0_uses_header_v0_and_is_clamped() -> None:
+    s = session()
+    client(s, encode_request_frame(ApiVersionsRequestV0(), 1, "app"))
+    answer = ApiVersionsResponseV0(
+        error_code=ErrorCode.none,
+        api_keys=(
+            ApiVersion(api_key=3, min_version=0, max_version=12),
+            ApiVersion(api_key=3000, min_version=0, max_version=1),  # no such API
+        ),
+    )
+    step = upstream(s, encode_response_frame(answer, 1))
+    corr, msg = decode_response_frame(ApiVersionsResponseV0, joined(step.to_client))
+    assert corr == 1
+    assert [a.api_key for a in msg.api_keys] == [3]
+    assert step.clamped == [(1, 0)]
+
+
+def test_responses_split_anywhere_come_out_the_same() -> None:
+    mapping = TableMapping(ports={1: 19001})
+    whole_session = session(mapping)
+    client(whole_session, metadata_request(1))
+    response = metadata_response(1, [(1, "broker-1.invalid", 9092)])
+    expected = joined(upstream(whole_session, response).to_client)
+    for cut in range(1, len(response)):
+        s = session(TableMapping(ports={1: 19001}))
+        client(s, metadata_request(1))
+        out = joined(upstream(s, response[:cut]).to_client)
+        out += joined(upstream(s, response[cut:]).to_client)
+        assert out == expected, cut
+
+
+def test_response_nobody_waits_for_closes_the_upstream_side() -> None:
+    s = session(TableMapping(ports={1: 19001}))
+    client(s, metadata_request(1))
+    step = upstream(s, metadata_response(2, [(1, "broker-1.invalid", 9092)]))
+    assert step.to_client == []
+    assert step.close is not None
+    assert step.close.cause == "upstream_unexpected_correlation_id"
+
+
+def test_malformed_response_closes_the_upstream_side() -> None:
+    s = session()
+    client(s, metadata_request(1))
+    step = upstream(s, struct.pack(">i", 6) + struct.pack(">i", 1) + b"\x00\x00")
+    assert step.close is not None and step.close.side == "upstream"
+    assert step.to_client == []
