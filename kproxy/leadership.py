@@ -4,7 +4,7 @@ Sans-IO: `LeaderTable.observe` takes the `LeaderObservation`s the walker found i
 response and returns the facts they establish; the caller (kproxy.observability) turns
 facts into metrics and events. No asyncio, no prometheus_client, no logging here.
 
-Where leadership is visible (PROTOCOL.md §2):
+Where leadership is visible (docs/protocol.md §2):
 
 * the partition's own LeaderId/LeaderEpoch: Metadata, DescribeTopicPartitions, the KRaft
   quorum messages, AlterPartition (`hint=False`, `leader_id` set);
@@ -31,10 +31,29 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import NamedTuple, cast
 
+from kproxy.leadership_facts import (
+    NO_FACTS,
+    LeaderChange,
+    LeadershipFacts,
+    PartitionSnapshot,
+    Recovery,
+    Redirect,
+)
 from kproxy.protocol.walker import LeaderObservation
+
+__all__ = [
+    "NO_FACTS",
+    "LeaderChange",
+    "LeaderTable",
+    "LeadershipFacts",
+    "PartitionSnapshot",
+    "Recovery",
+    "Redirect",
+    "topic_id_text",
+]
 
 NOT_LEADER_OR_FOLLOWER = 6
 FENCED_LEADER_EPOCH = 74
@@ -52,54 +71,6 @@ DEFAULT_MAX_PENDING = 50_000
 DEFAULT_RECOVERY_TIMEOUT_SECONDS = 300.0
 
 
-class LeaderChange(NamedTuple):
-    """A partition's leader or leader epoch moved to a newer state."""
-
-    topic: str
-    topic_id: bytes | None
-    partition: int
-    old_leader: int
-    new_leader: int
-    old_epoch: int | None  # None: not known (Metadata before v7 carries no epoch)
-    new_epoch: int | None
-    source_api: int  # the api key of the response that showed the move first
-    at: float  # wall-clock seconds
-
-
-class Redirect(NamedTuple):
-    """A partition result that failed with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH."""
-
-    api_key: int
-    client_id: str | None
-    topic: str | None  # None when only a topic id is known (Fetch v13+) and not its name
-    topic_id: bytes | None
-    partition: int
-    error_code: int
-    from_node: int | None  # the node that answered; None through the bootstrap listener
-    to_node: int | None  # the KIP-951 CurrentLeader, None when the response names none
-    with_endpoint: bool  # the same response carried to_node's NodeEndpoint
-
-
-class Recovery(NamedTuple):
-    """A client's first success on a partition after a redirect there."""
-
-    topic: str | None
-    topic_id: bytes | None
-    partition: int
-    client_id: str | None
-    seconds: float  # from the first NOT_LEADER/FENCED error to this success
-    with_endpoint: bool  # whether that first error came with the new leader's endpoint
-
-
-class LeadershipFacts(NamedTuple):
-    changes: Sequence[LeaderChange]
-    redirects: Sequence[Redirect]
-    recoveries: Sequence[Recovery]
-
-
-NO_FACTS = LeadershipFacts((), (), ())
-
-
 class PartitionLeader:
     """What kproxy knows about one partition's leadership."""
 
@@ -113,15 +84,6 @@ class PartitionLeader:
         self.topic_id = topic_id
         self.seen_at = seen_at
         self.changed_at: float | None = None  # None until a change was observed
-
-
-class PartitionSnapshot(NamedTuple):
-    topic: str
-    topic_id: str | None  # canonical UUID text
-    partition: int
-    leader: int
-    leader_epoch: int | None
-    changed_at: float | None  # wall-clock seconds of the last observed change
 
 
 class _PendingRecovery(NamedTuple):

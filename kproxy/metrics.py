@@ -14,7 +14,7 @@ prometheus_client's label validation, for every frame.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from prometheus_client import (
     CollectorRegistry,
@@ -210,30 +210,9 @@ BUILD_INFO = MetricSpec(
     "Always 1; the version label says which kproxy this is.",
 )
 
-METRICS: tuple[MetricSpec, ...] = (
-    LEADER_CHANGES,
-    LEADER_CHANGES_BY_TOPIC,
-    REDIRECTS,
-    REDIRECTS_WITHOUT_LEADER,
-    RECOVERIES,
-    RECOVERY_SECONDS,
-    ENDPOINT_REWRITES,
-    ENDPOINTS_UNMAPPED,
-    NODES_DISCOVERED,
-    API_VERSIONS_CLAMPED,
-    REQUEST_DURATION,
-    UPSTREAM_DURATION,
-    FRAMES,
-    BYTES,
-    CONNECTIONS_OPENED,
-    CONNECTIONS_ACTIVE,
-    CONNECTIONS_CLOSED,
-    FRAME_ERRORS,
-    UPSTREAM_CONNECT_FAILURES,
-    EVENTS_WRITTEN,
-    EVENTS_DROPPED,
-    CLUSTER_REACHED,
-    BUILD_INFO,
+# Every metric above, in the order declared: each is declared once, as a MetricSpec.
+METRICS: tuple[MetricSpec, ...] = tuple(
+    v for v in dict(globals()).values() if isinstance(v, MetricSpec)
 )
 
 
@@ -265,31 +244,32 @@ class KproxyMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.topic_labels = topic_labels
         reg = self.registry
-        self.leader_changes = _counter(LEADER_CHANGES, reg)
-        self.leader_changes_by_topic = (
-            _counter(LEADER_CHANGES_BY_TOPIC, reg) if topic_labels else None
-        )
-        self.redirects = _counter(REDIRECTS, reg)
-        self.redirects_without_leader = _counter(REDIRECTS_WITHOUT_LEADER, reg)
-        self.recoveries = _counter(RECOVERIES, reg)
-        self.recovery_seconds = _histogram(RECOVERY_SECONDS, reg)
-        self.endpoint_rewrites = _counter(ENDPOINT_REWRITES, reg)
-        self.endpoints_unmapped = _counter(ENDPOINTS_UNMAPPED, reg)
-        self.nodes_discovered = _counter(NODES_DISCOVERED, reg)
-        self.api_versions_clamped = _counter(API_VERSIONS_CLAMPED, reg)
-        self.request_duration = _histogram(REQUEST_DURATION, reg)
-        self.upstream_duration = _histogram(UPSTREAM_DURATION, reg)
-        self.frames = _counter(FRAMES, reg)
-        self.bytes = _counter(BYTES, reg)
-        self.connections_opened = _counter(CONNECTIONS_OPENED, reg)
-        self.connections_active = _gauge(CONNECTIONS_ACTIVE, reg)
-        self.connections_closed = _counter(CONNECTIONS_CLOSED, reg)
-        self.frame_errors = _counter(FRAME_ERRORS, reg)
-        self.upstream_connect_failures = _counter(UPSTREAM_CONNECT_FAILURES, reg)
-        self.events_written = _counter(EVENTS_WRITTEN, reg)
-        self.events_dropped = _counter(EVENTS_DROPPED, reg)
-        self.cluster_reached = _gauge(CLUSTER_REACHED, reg)
-        self.build_info = _gauge(BUILD_INFO, reg)
+        made = {
+            spec: _make(spec, reg) for spec in METRICS if topic_labels or not spec.topic_labels_only
+        }
+        self.leader_changes = cast(Counter, made[LEADER_CHANGES])
+        self.leader_changes_by_topic = cast("Counter | None", made.get(LEADER_CHANGES_BY_TOPIC))
+        self.redirects = cast(Counter, made[REDIRECTS])
+        self.redirects_without_leader = cast(Counter, made[REDIRECTS_WITHOUT_LEADER])
+        self.recoveries = cast(Counter, made[RECOVERIES])
+        self.recovery_seconds = cast(Histogram, made[RECOVERY_SECONDS])
+        self.endpoint_rewrites = cast(Counter, made[ENDPOINT_REWRITES])
+        self.endpoints_unmapped = cast(Counter, made[ENDPOINTS_UNMAPPED])
+        self.nodes_discovered = cast(Counter, made[NODES_DISCOVERED])
+        self.api_versions_clamped = cast(Counter, made[API_VERSIONS_CLAMPED])
+        self.request_duration = cast(Histogram, made[REQUEST_DURATION])
+        self.upstream_duration = cast(Histogram, made[UPSTREAM_DURATION])
+        self.frames = cast(Counter, made[FRAMES])
+        self.bytes = cast(Counter, made[BYTES])
+        self.connections_opened = cast(Counter, made[CONNECTIONS_OPENED])
+        self.connections_active = cast(Gauge, made[CONNECTIONS_ACTIVE])
+        self.connections_closed = cast(Counter, made[CONNECTIONS_CLOSED])
+        self.frame_errors = cast(Counter, made[FRAME_ERRORS])
+        self.upstream_connect_failures = cast(Counter, made[UPSTREAM_CONNECT_FAILURES])
+        self.events_written = cast(Counter, made[EVENTS_WRITTEN])
+        self.events_dropped = cast(Counter, made[EVENTS_DROPPED])
+        self.cluster_reached = cast(Gauge, made[CLUSTER_REACHED])
+        self.build_info = cast(Gauge, made[BUILD_INFO])
         self.build_info.labels(__version__).set(1)
         if runtime_collectors:
             # process_* (memory, CPU, open fds) and python_info, as the default registry has.
@@ -383,13 +363,10 @@ class KproxyMetrics:
         return total
 
 
-def _counter(spec: MetricSpec, registry: CollectorRegistry) -> Counter:
+def _make(spec: MetricSpec, registry: CollectorRegistry) -> Counter | Gauge | Histogram:
+    """The prometheus_client family a spec describes."""
+    if spec.kind == HISTOGRAM:
+        return Histogram(spec.name, spec.help, spec.labels, registry=registry, buckets=spec.buckets)
+    if spec.kind == GAUGE:
+        return Gauge(spec.name, spec.help, spec.labels, registry=registry)
     return Counter(spec.name, spec.help, spec.labels, registry=registry)
-
-
-def _gauge(spec: MetricSpec, registry: CollectorRegistry) -> Gauge:
-    return Gauge(spec.name, spec.help, spec.labels, registry=registry)
-
-
-def _histogram(spec: MetricSpec, registry: CollectorRegistry) -> Histogram:
-    return Histogram(spec.name, spec.help, spec.labels, registry=registry, buckets=spec.buckets)

@@ -35,6 +35,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from kproxy.analytics import affected
 from kproxy.analytics import inputs as inp
 from kproxy.analytics import tables as tb
 from kproxy.analytics.model import Analysis, Table
@@ -217,8 +218,8 @@ def _aggregate(
         t.save("latency_by_api", tb.latency_by_api(tb.of_type(events, "request_sample")))
 
         begin(6)
-        t.save("clients", tb.clients(redirects, recoveries), HEAD_ROWS)
-        t.save("topics", tb.topics(moves, redirects, recoveries), HEAD_ROWS)
+        t.save("clients", affected.clients(redirects, recoveries), HEAD_ROWS)
+        t.save("topics", affected.topics(moves, redirects, recoveries), HEAD_ROWS)
     finally:
         moves.unpersist()
         names.unpersist()

@@ -16,71 +16,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from matplotlib import dates as _mdates
 from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from kproxy.analytics.model import Analysis
+from kproxy.analytics.plot_style import (
+    DPI,
+    PATH_COLORS,
+    PATH_LABELS,
+    RECOVERY_COLORS,
+    RECOVERY_LABELS,
+    TOP_NODES,
+    TOP_ROWS,
+    integer_ticks,
+    mdates,
+    naive_utc,
+    new_figure,
+    node_text,
+    style_axes,
+    time_axis,
+)
 
 __all__ = ["PLOTS", "render_plots"]
-
-# matplotlib.dates carries no annotations (mypy strict would refuse its calls).
-mdates: Any = _mdates
-
-DPI = 100
-WIDTH = 11.0  # inches: 1100 px, the report's column width
-FAST, LEADER_ONLY, NO_LEADER = "#2e7d32", "#f9a825", "#c62828"
-PATH_COLORS = {"fast_path": FAST, "leader_only": LEADER_ONLY, "no_leader": NO_LEADER}
-PATH_LABELS = {
-    "fast_path": "new leader + endpoint (KIP-951 fast path)",
-    "leader_only": "new leader, no endpoint",
-    "no_leader": "no leader named (metadata refresh)",
-}
-RECOVERY_COLORS = {"with_endpoint": FAST, "without_endpoint": NO_LEADER, "all": "#546e7a"}
-RECOVERY_LABELS = {
-    "with_endpoint": "with NodeEndpoints",
-    "without_endpoint": "without NodeEndpoints",
-    "all": "all",
-}
-TOP_ROWS = 12  # bars per chart
-TOP_NODES = 15  # rows/columns of the route matrix
-
-
-def _figure(height: float) -> Figure:
-    fig = Figure(figsize=(WIDTH, height), dpi=DPI, layout="constrained")
-    fig.set_facecolor("white")
-    return fig
-
-
-def _style(ax: Axes) -> None:
-    ax.grid(True, axis="both", color="#e0e0e0", linewidth=0.8)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-
-
-def _counts(axis: Any) -> None:
-    """Whole-number ticks on an axis of counts (no 0.25 of a redirect)."""
-    axis.set_major_locator(MaxNLocator(integer=True))
-
-
-def _node(value: Any, none: str) -> str:
-    return none if value is None else str(value)
-
-
-def _naive(ts: datetime.datetime) -> datetime.datetime:
-    # matplotlib's date axis is UTC here (the session time zone); drop tzinfo if any.
-    return ts.replace(tzinfo=None)
-
-
-def _time_axis(ax: Axes) -> None:
-    # minticks=3: with the default 5, a span of 4.5 to 5 minutes (or hours) fits no
-    # interval of the finer unit and matplotlib warns and guesses.
-    locator = mdates.AutoDateLocator(minticks=3, maxticks=10)
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
 def leader_moves_over_time(a: Analysis) -> Figure | None:
@@ -90,14 +48,14 @@ def leader_moves_over_time(a: Analysis) -> Figure | None:
     by_label: dict[str, dict[datetime.datetime, int]] = defaultdict(dict)
     totals: dict[str, int] = defaultdict(int)
     for r in rows:
-        by_label[r["label"]][_naive(r["bucket_start"])] = int(r["moves"])
+        by_label[r["label"]][naive_utc(r["bucket_start"])] = int(r["moves"])
         totals[r["label"]] += int(r["moves"])
     # Biggest topics at the bottom of the stacks, "(other topics)" on top.
     labels = sorted(totals, key=lambda k: (k == "(other topics)", -totals[k], k))
     buckets = sorted({b for series in by_label.values() for b in series})
     xs = [float(mdates.date2num(b)) for b in buckets]
     width = a.bucket_seconds / 86400 * 0.85  # matplotlib dates are in days
-    fig = _figure(4.2)
+    fig = new_figure(4.2)
     ax = fig.add_subplot()
     ax.xaxis_date()
     bottom = [0] * len(buckets)
@@ -105,9 +63,9 @@ def leader_moves_over_time(a: Analysis) -> Figure | None:
         heights = [by_label[label].get(b, 0) for b in buckets]
         ax.bar(xs, heights, width=width, bottom=bottom, label=label, align="edge")
         bottom = [x + h for x, h in zip(bottom, heights, strict=True)]
-    _style(ax)
-    _time_axis(ax)
-    _counts(ax.yaxis)
+    style_axes(ax)
+    time_axis(ax)
+    integer_ticks(ax.yaxis)
     ax.set_ylabel("leader moves")
     ax.set_title(f"Leader moves over time by topic (UTC, {a.bucket_seconds} s per bar)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
@@ -120,7 +78,7 @@ def leadership_by_broker(a: Analysis) -> Figure | None:
         return None
     over_time = a.rows("leadership_by_broker_over_time")
     brokers = [r["broker"] for r in rows]
-    fig = _figure(4.0 + 0.28 * min(len(brokers), 30))
+    fig = new_figure(4.0 + 0.28 * min(len(brokers), 30))
     top, bottom_ax = fig.subplots(2, 1, height_ratios=[1, 1.2])
     names = [str(b) for b in brokers]
     gained = [int(r["gained"]) for r in rows]
@@ -128,9 +86,9 @@ def leadership_by_broker(a: Analysis) -> Figure | None:
     top.bar(names, gained, color="#1565c0", label="gained leadership")
     top.bar(names, lost, color="#ef6c00", label="lost leadership")
     top.axhline(0, color="#424242", linewidth=0.8)
-    _style(top)
+    style_axes(top)
     top.set_xlabel("broker")
-    _counts(top.yaxis)
+    integer_ticks(top.yaxis)
     top.set_ylabel("moves")
     top.set_title("Leadership gained and lost per broker (all time)")
     top.legend(fontsize=9, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -144,7 +102,7 @@ def leadership_by_broker(a: Analysis) -> Figure | None:
     shown = sorted(sorted(activity, key=lambda b: -activity[b])[:30])  # the 30 busiest
     # Every bucket from the first to the last, quiet ones included, so that a cell's
     # width is its time (bucket_seconds keeps the span to MAX_BUCKETS of them).
-    starts = sorted({_naive(r["bucket_start"]) for r in over_time})
+    starts = sorted({naive_utc(r["bucket_start"]) for r in over_time})
     step = datetime.timedelta(seconds=a.bucket_seconds)
     count = int((starts[-1] - starts[0]) / step) + 1
     buckets = [starts[0] + i * step for i in range(count)]
@@ -154,7 +112,7 @@ def leadership_by_broker(a: Analysis) -> Figure | None:
     for r in over_time:
         if r["broker"] in row:
             net = int(r["gained"]) - int(r["lost"])
-            grid[row[r["broker"]]][col[_naive(r["bucket_start"])]] += net
+            grid[row[r["broker"]]][col[naive_utc(r["bucket_start"])]] += net
     peak = max((abs(v) for line in grid for v in line), default=1.0) or 1.0
     x_edges = [float(mdates.date2num(b)) for b in [*buckets, buckets[-1] + step]]
     y_edges = [i - 0.5 for i in range(len(shown) + 1)]
@@ -171,13 +129,13 @@ def leadership_by_broker(a: Analysis) -> Figure | None:
     bottom_ax.invert_yaxis()
     bottom_ax.set_ylabel("broker")
     bottom_ax.xaxis_date()
-    _time_axis(bottom_ax)
+    time_axis(bottom_ax)
     bottom_ax.set_title(
         f"Net leadership gained per broker over time (UTC, {a.bucket_seconds} s per cell; "
         "blue gained, red lost)"
     )
     bar = fig.colorbar(image, ax=bottom_ax, label="gained - lost", fraction=0.03)
-    _counts(bar.ax.yaxis)
+    integer_ticks(bar.ax.yaxis)
     return fig
 
 
@@ -195,7 +153,7 @@ def redirects_by_api(a: Analysis) -> Figure | None:
     if not rows:
         return None
     rows = list(reversed(rows))  # largest at the top of a horizontal chart
-    fig = _figure(1.6 + 0.45 * len(rows))
+    fig = new_figure(1.6 + 0.45 * len(rows))
     ax = fig.add_subplot()
     _redirect_path_bars(ax, [r["api"] for r in rows], rows)
     for y, r in enumerate(rows):
@@ -208,8 +166,8 @@ def redirects_by_api(a: Analysis) -> Figure | None:
             fontsize=9,
         )
     ax.set_xlim(0, max(int(r["redirects"]) for r in rows) * 1.3)
-    _style(ax)
-    _counts(ax.xaxis)
+    style_axes(ax)
+    integer_ticks(ax.xaxis)
     ax.set_xlabel("redirects (NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH)")
     ax.set_title("Redirects by API and by what the response told the client")
     ax.legend(fontsize=9, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
@@ -223,8 +181,8 @@ def redirects_by_route(a: Analysis) -> Figure | None:
     from_totals: dict[str, int] = defaultdict(int)
     to_totals: dict[str, int] = defaultdict(int)
     for r in rows:
-        from_totals[_node(r["from_node"], "bootstrap")] += int(r["redirects"])
-        to_totals[_node(r["to_node"], "none")] += int(r["redirects"])
+        from_totals[node_text(r["from_node"], "bootstrap")] += int(r["redirects"])
+        to_totals[node_text(r["to_node"], "none")] += int(r["redirects"])
 
     def order(totals: dict[str, int], special: str) -> list[str]:
         top = sorted(totals, key=lambda k: -totals[k])[:TOP_NODES]
@@ -233,10 +191,10 @@ def redirects_by_route(a: Analysis) -> Figure | None:
     froms, tos = order(from_totals, "bootstrap"), order(to_totals, "none")
     grid = [[0] * len(tos) for _ in froms]
     for r in rows:
-        f, t = _node(r["from_node"], "bootstrap"), _node(r["to_node"], "none")
+        f, t = node_text(r["from_node"], "bootstrap"), node_text(r["to_node"], "none")
         if f in froms and t in tos:
             grid[froms.index(f)][tos.index(t)] += int(r["redirects"])
-    fig = _figure(1.8 + 0.42 * len(froms))
+    fig = new_figure(1.8 + 0.42 * len(froms))
     ax = fig.add_subplot()
     image = ax.imshow(grid, cmap="Blues", aspect="auto")
     peak = max(max(line) for line in grid) or 1
@@ -252,7 +210,7 @@ def redirects_by_route(a: Analysis) -> Figure | None:
         "(bootstrap: kproxy's bootstrap listener; none: no leader named)"
     )
     bar = fig.colorbar(image, ax=ax, label="redirects", fraction=0.03)
-    _counts(bar.ax.yaxis)
+    integer_ticks(bar.ax.yaxis)
     return fig
 
 
@@ -261,7 +219,7 @@ def recovery(a: Analysis) -> Figure | None:
     stats = [r for r in a.rows("recovery_percentiles") if r["scope"] in ("all", "path")]
     if not curve or not stats:
         return None
-    fig = _figure(4.3)
+    fig = new_figure(4.3)
     left, right = fig.subplots(1, 2, width_ratios=[1.3, 1])
     paths: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for r in curve:
@@ -280,7 +238,7 @@ def recovery(a: Analysis) -> Figure | None:
         )
     if log:
         left.set_xscale("log")
-    _style(left)
+    style_axes(left)
     left.set_xlabel("recovery time (ms" + (", log scale)" if log else ")"))
     left.set_ylabel("percentile")
     left.set_ylim(0, 100)
@@ -302,7 +260,7 @@ def recovery(a: Analysis) -> Figure | None:
     right.set_xticks(range(len(keys)), keys)
     if log:
         right.set_yscale("log")
-    _style(right)
+    style_axes(right)
     right.set_ylabel("ms")
     right.set_title("Recovery time percentiles")
     right.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3)
@@ -319,7 +277,7 @@ def latency(a: Analysis) -> Figure | None:
     if not rows:
         return None
     rows = list(reversed(rows))
-    fig = _figure(1.8 + 0.5 * len(rows))
+    fig = new_figure(1.8 + 0.5 * len(rows))
     axes = fig.subplots(1, 2, sharey=True)
     apis = [f"{r['api']} (n={int(r['samples']):,})" for r in rows]
     shades = {"p50": "#90caf9", "p90": "#1e88e5", "p99": "#0d47a1"}
@@ -336,7 +294,7 @@ def latency(a: Analysis) -> Figure | None:
         ax.set_yticks(range(len(rows)), apis)
         if log:
             ax.set_xscale("log")
-        _style(ax)
+        style_axes(ax)
         ax.set_xlabel("ms" + (" (log scale)" if log else ""))
     axes[0].set_title("Total latency (kproxy read request → wrote response)")
     axes[1].set_title("Upstream latency (waiting for the broker)")
@@ -349,15 +307,15 @@ def most_affected(a: Analysis) -> Figure | None:
     topics = [r for r in a.rows("topics") if r["redirects"] or r["leader_moves"]][:10]
     if not clients and not topics:
         return None
-    fig = _figure(1.8 + 0.36 * max(len(clients), len(topics), 1))
+    fig = new_figure(1.8 + 0.36 * max(len(clients), len(topics), 1))
     left, right = fig.subplots(1, 2)
     if clients:
         rows = list(reversed(clients))
         _redirect_path_bars(left, [_clip(r["client_id"] or "(none)") for r in rows], rows)
         left.set_title("Clients with the most redirects")
         left.set_xlabel("redirects")
-        _style(left)
-        _counts(left.xaxis)
+        style_axes(left)
+        integer_ticks(left.xaxis)
     else:
         left.set_visible(False)
     if topics:
@@ -371,8 +329,8 @@ def most_affected(a: Analysis) -> Figure | None:
         right.set_yticks(ys, names)
         right.set_title("Topics with the most redirects")
         right.set_xlabel("count")
-        _style(right)
-        _counts(right.xaxis)
+        style_axes(right)
+        integer_ticks(right.xaxis)
     else:
         right.set_visible(False)
     # One legend under both charts: inside either it would cover the longest bars.

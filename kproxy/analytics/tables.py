@@ -27,7 +27,6 @@ __all__ = [
     "PERCENTILES",
     "REDIRECT_PATHS",
     "bucket_seconds",
-    "clients",
     "connections",
     "event_counts",
     "latency_by_api",
@@ -43,7 +42,6 @@ __all__ = [
     "redirects_by_api",
     "redirects_by_route",
     "topic_names",
-    "topics",
     "with_topic_names",
 ]
 
@@ -81,7 +79,7 @@ def _bucket(ts: Column, step: int) -> Column:
     return F.timestamp_seconds(seconds - F.pmod(seconds, F.lit(step)))
 
 
-def _percentiles(values: Column, prefix: str = "") -> list[Column]:
+def percentiles(values: Column, prefix: str = "") -> list[Column]:
     # One aggregate: Spark computes identical expressions once, then indexes the array.
     arr = F.percentile(values, list(PERCENTILES))
     return [arr[i].alias(prefix + name) for i, name in enumerate(PERCENTILE_NAMES)]
@@ -287,7 +285,7 @@ def _recovery_path() -> Column:
 def _recovery_stats() -> list[Column]:
     return [
         F.count(F.lit(1)).alias("recoveries"),
-        *_percentiles(F.col("ms")),
+        *percentiles(F.col("ms")),
         F.max("ms").alias("max"),
         F.avg("ms").alias("mean"),
     ]
@@ -334,74 +332,10 @@ def latency_by_api(samples: DataFrame) -> DataFrame:
         samples.groupBy("api")
         .agg(
             F.count(F.lit(1)).alias("samples"),
-            *_percentiles(F.col("total_ms"), "total_"),
+            *percentiles(F.col("total_ms"), "total_"),
             F.max("total_ms").alias("total_max"),
-            *_percentiles(F.col("upstream_ms"), "upstream_"),
+            *percentiles(F.col("upstream_ms"), "upstream_"),
             F.max("upstream_ms").alias("upstream_max"),
         )
         .orderBy(F.desc("samples"), "api")
-    )
-
-
-# -- who was affected -------------------------------------------------------------------------
-
-
-def clients(redirects: DataFrame, recoveries: DataFrame) -> DataFrame:
-    """Per client id: redirects by path and recovery times. One grouping over the union
-    (no join, so the null client id is a group like any other)."""
-    path = redirect_path()
-    r = redirects.select(
-        "client_id",
-        F.lit(1).alias("redirect"),
-        path.alias("path"),
-        F.lit(None).cast("double").alias("ms"),
-    )
-    v = recoveries.select(
-        "client_id",
-        F.lit(0).alias("redirect"),
-        F.lit(None).cast("string").alias("path"),
-        F.col("ms"),
-    )
-    return (
-        r.unionByName(v)
-        .groupBy("client_id")
-        .agg(
-            F.sum("redirect").alias("redirects"),
-            *(F.count_if(F.col("path") == name).alias(name) for name in REDIRECT_PATHS),
-            F.count("ms").alias("recoveries"),
-            *_percentiles(F.col("ms"), "recovery_"),
-            F.max("ms").alias("recovery_max"),
-            F.sum("ms").alias("recovery_total_ms"),
-        )
-        .orderBy(F.desc("redirects"), F.desc("recoveries"), "client_id")
-    )
-
-
-def topics(moves: DataFrame, redirects: DataFrame, recoveries: DataFrame) -> DataFrame:
-    """Per topic: distinct leader moves, redirects and recovery times."""
-
-    def part(df: DataFrame, move: int, redirect: int, ms: Column) -> DataFrame:
-        return df.select(
-            "topic",
-            F.lit(move).alias("move"),
-            F.lit(redirect).alias("redirect"),
-            ms.cast("double").alias("ms"),
-        )
-
-    no_ms = F.lit(None)
-    rows = (
-        part(moves, 1, 0, no_ms)
-        .unionByName(part(redirects, 0, 1, no_ms))
-        .unionByName(part(recoveries, 0, 0, F.col("ms")))
-    )
-    return (
-        rows.groupBy("topic")
-        .agg(
-            F.sum("move").alias("leader_moves"),
-            F.sum("redirect").alias("redirects"),
-            F.count("ms").alias("recoveries"),
-            *_percentiles(F.col("ms"), "recovery_"),
-            F.max("ms").alias("recovery_max"),
-        )
-        .orderBy(F.desc("redirects"), F.desc("leader_moves"), "topic")
     )

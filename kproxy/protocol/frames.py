@@ -1,4 +1,4 @@
-"""Incremental framing: int32 big-endian size, then that many bytes (PROTOCOL.md §3.2).
+"""Incremental framing: int32 big-endian size, then that many bytes (docs/protocol.md §3).
 
 `FrameReader` is fed any split of the byte stream (down to one byte at a time) and
 returns whole frames. It runs in linear time: frames that arrive whole inside one chunk

@@ -1,4 +1,4 @@
-"""Request header v0/v1/v2 and response header v0/v1 (PROTOCOL.md §3.2)."""
+"""Request header v0/v1/v2 and response header v0/v1 (docs/protocol.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kafka wire primitives: fixed-width integers, varints, strings (PROTOCOL.md §3.3)."""
+"""Kafka wire primitives: fixed-width integers, varints, strings (docs/protocol.md §4)."""
 
 from __future__ import annotations
 

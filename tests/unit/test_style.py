@@ -1,4 +1,5 @@
-"""The tree stays ruff- and mypy-clean, and the protocol core stays sans-IO."""
+"""The tree stays ruff- and mypy-clean, and the protocol core and the session stay sans-IO
+(no logging either: they return facts, the runtime logs them)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PROTOCOL = REPO / "kproxy" / "protocol"
+SANS_IO = (REPO / "kproxy" / "protocol", REPO / "kproxy" / "session")
 # The protocol core takes bytes and returns values and bytes: no event loop, no HTTP,
 # no metrics registry, so every rule can be tested and fuzzed without a socket.
 FORBIDDEN_IN_CORE = ("asyncio", "uvloop", "aiohttp", "prometheus_client", "socket", "logging")
@@ -38,9 +39,9 @@ def test_mypy() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_protocol_core_is_sans_io() -> None:
+def test_protocol_core_and_session_are_sans_io() -> None:
     offenders = []
-    for path in PROTOCOL.rglob("*.py"):
+    for path in (p for root in SANS_IO for p in root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
