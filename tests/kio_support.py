@@ -125,7 +125,7 @@ def kio_versions(api_key: int, kind: Kind) -> range:
 
 
 # Messages that carry broker/controller endpoints or partition leadership
-# (/work/shared/PROTOCOL.md §1-§2), with the versions kio 0.6.5 actually has.
+# (docs/protocol.md §1-§2), with the versions kio 0.6.5 actually has.
 _ENDPOINT_RESPONSE_KEYS = (3, 10, 60, 0, 1, 78, 79, 52, 53, 54, 59, 55, 82, 2, 23, 75, 56)
 _ENDPOINT_REQUEST_KEYS = (53, 54, 80, 82, 62, 70)
 
@@ -390,7 +390,7 @@ class ExpectedLeader:
     hint: bool  # True when taken from a ``current_leader`` sub-struct
 
 
-# Streams application endpoints (KIP-1071) and other non-broker hosts, PROTOCOL.md §1.8.
+# Streams application endpoints (KIP-1071) and other non-broker hosts, docs/protocol.md §1.
 # ACL host/host_filter, client_host and Envelope client_host_address have no ``port``
 # field, so the host+port rule never matches them; only Streams needs excluding.
 _NON_BROKER_ENDPOINT_FIELDS = frozenset({"user_endpoint", "partitions_by_user_endpoint"})

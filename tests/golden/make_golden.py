@@ -67,7 +67,7 @@ def S(api_key: int, version: int, kind: str, path: str, **fields: Any) -> Any:
 
 
 def record_batch(base_offset: int, records: bytes, count: int) -> bytes:
-    """A magic-2 record batch (PROTOCOL.md §4); the CRC is not computed (nothing checks it)."""
+    """A magic-2 record batch (docs/protocol.md §5); the CRC is not computed (nothing checks it)."""
     t = 1_700_000_000_000
     # PartitionLeaderEpoch, Magic, CRC, Attributes, LastOffsetDelta, BaseTimestamp,
     # MaxTimestamp, ProducerId, ProducerEpoch, BaseSequence, RecordsCount
@@ -401,7 +401,7 @@ def kio_vectors() -> dict[str, tuple[int, int, str, Any]]:
 
 
 # --------------------------------------------------------------------------- hand vectors
-# Primitive encoders (PROTOCOL.md §3.3). Everything else below is written field by field.
+# Primitive encoders (docs/protocol.md §4). Everything else below is written field by field.
 
 
 def i8(v: int) -> bytes:

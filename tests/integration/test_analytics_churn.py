@@ -2,8 +2,8 @@
 
 A confluent-kafka producer and consumer (librdkafka: Produce v10 and Fetch v16, the
 KIP-951 fast path) run through kproxy in front of librdkafka's mock cluster while the
-test moves partition leaders (LAB.md §1). Then `kproxy analyze` runs on the event
-directory on real local Spark (LAB.md §4), and its figures (summary.json and the
+test moves partition leaders (docs/peers.md §1). Then `kproxy analyze` runs on the event
+directory on real local Spark (docs/peers.md §4), and its figures (summary.json and the
 Parquet tables, read back with pyarrow) must equal what plain Python counts in the
 same event files, and what kproxy's own /metrics counters said before it stopped.
 """

@@ -38,7 +38,7 @@ def test_demo_serves_another_client_and_exits_zero() -> None:
         drain.start()
 
         marker = uuid.uuid4().hex.encode()
-        # kafka-python pinned to 2.3: the mock cluster serves ApiVersions up to v2 (LAB.md).
+        # kafka-python pinned to 2.3: the mock cluster serves ApiVersions up to v2 (docs/peers.md).
         producer = KafkaProducer(bootstrap_servers=bootstrap, api_version=(2, 3), acks="all")
         consumer = KafkaConsumer(
             bootstrap_servers=bootstrap, api_version=(2, 3), enable_auto_commit=False

@@ -3,7 +3,7 @@
 Debian 12's kcat 1.7.1 links librdkafka 2.0.2, which cannot parse the ApiVersions answers
 of newer brokers. kcat only needs ``librdkafka.so.1``, so a private directory holding a
 ``librdkafka.so.1`` symlink to the wheel's librdkafka 2.16 plus ``LD_LIBRARY_PATH`` makes
-the same kcat binary run on the new library (LAB.md section 3).
+the same kcat binary run on the new library (docs/peers.md §4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""librdkafka's mock cluster for tests: the binding kproxy's demo uses (LAB.md §1)."""
+"""librdkafka's mock cluster for tests: the binding kproxy's demo uses (docs/peers.md §1)."""
 
 from kproxy.mockcluster import (
     ERR_TRANSPORT,

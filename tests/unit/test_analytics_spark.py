@@ -1,4 +1,4 @@
-"""`kproxy analyze` on a small hand-written event log, on real local Spark (LAB.md §4).
+"""`kproxy analyze` on a small hand-written event log, on real local Spark (docs/peers.md §4).
 
 Every expected figure below is worked out by hand from the lines in the log (the
 comments show the arithmetic), not computed by the code under test. Percentiles are

@@ -1,7 +1,7 @@
 """FrameReader and the request/response header parsers, on hand-written bytes.
 
 The golden tests replay whole messages; these pin the framing and header rules
-themselves (PROTOCOL.md §3.2): any split of a stream gives the same frames, sizes are
+themselves (docs/protocol.md §3): any split of a stream gives the same frames, sizes are
 refused before a body is buffered, other protocols are named, and every header version
 parses, including keys and versions kproxy does not know.
 """

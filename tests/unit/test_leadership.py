@@ -262,7 +262,7 @@ def test_redirect_with_new_leader_and_its_endpoint() -> None:
 
 def test_redirect_with_new_leader_but_no_endpoint_for_it() -> None:
     t, _ = table()
-    # The broker found no endpoint for the leader on this listener (PROTOCOL.md §1.3).
+    # The broker found no endpoint for the leader on this listener (docs/protocol.md §1).
     (r,) = t.observe(FETCH, "q", 1, [hint(0, 2, 6, error=74)], frozenset({3})).redirects
     assert (r.error_code, r.from_node, r.to_node, r.with_endpoint) == (74, 1, 2, False)
 
