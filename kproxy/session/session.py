@@ -280,70 +280,37 @@ class ProxySession:
         mapping = self.mapping
         for req, frame, walked, upstream_seconds in held:
             key = req.api_key
-            if walked is not None:
-                if walked.endpoints:
-                    rw = rewrite(frame, walked.endpoints, self._client_view)
-                    out.extend(rw.chunks)
-                    for ep in rw.removed:
-                        if ep.node_id is not None and not mapping.is_mappable(ep.node_id):
-                            step.unmapped.append(ep.node_id)
-                    nodes = _NO_NODES
-                    if walked.leaders:
-                        nodes = frozenset(
-                            e.node_id for e in walked.endpoints if e.node_id is not None
-                        )
-                    seen.append(
-                        ResponseSeen(
-                            key,
-                            req.version,
-                            req.client_id,
-                            rw.size,
-                            req.received,
-                            upstream_seconds,
-                            walked.leaders,
-                            nodes,
-                            len(rw.rewritten),
-                            len(rw.removed),
-                        )
-                    )
-                    continue
-                leaders = walked.leaders
+            size = len(frame)
+            leaders = None if walked is None else walked.leaders
+            nodes = _NO_NODES
+            rewritten = removed = 0
+            if walked is not None and walked.endpoints:
+                rw = rewrite(frame, walked.endpoints, self._client_view)
+                out.extend(rw.chunks)
+                size, rewritten, removed = rw.size, len(rw.rewritten), len(rw.removed)
+                for ep in rw.removed:
+                    if ep.node_id is not None and not mapping.is_mappable(ep.node_id):
+                        step.unmapped.append(ep.node_id)
+                if leaders:
+                    nodes = frozenset(e.node_id for e in walked.endpoints if e.node_id is not None)
+            elif key == API_VERSIONS and (clamped := clamp_api_versions(frame, 4, req.version)):
+                out.extend(clamped.chunks)
+                step.clamped.append((len(clamped.dropped), len(clamped.lowered)))
             else:
-                leaders = None
-                if key == API_VERSIONS:
-                    clamped = clamp_api_versions(frame, 4, req.version)
-                    if clamped is not None:
-                        out.extend(clamped.chunks)
-                        step.clamped.append((len(clamped.dropped), len(clamped.lowered)))
-                        seen.append(
-                            ResponseSeen(
-                                key,
-                                req.version,
-                                req.client_id,
-                                len(frame),
-                                req.received,
-                                upstream_seconds,
-                                None,
-                                _NO_NODES,
-                                0,
-                                0,
-                            )
-                        )
-                        continue
-            out.append(_pack_size(len(frame)))
-            out.append(frame)
+                out.append(_pack_size(size))
+                out.append(frame)
             seen.append(
                 ResponseSeen(
                     key,
                     req.version,
                     req.client_id,
-                    len(frame),
+                    size,
                     req.received,
                     upstream_seconds,
                     leaders,
-                    _NO_NODES,
-                    0,
-                    0,
+                    nodes,
+                    rewritten,
+                    removed,
                 )
             )
         if (

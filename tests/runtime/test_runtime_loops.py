@@ -10,26 +10,21 @@ the others.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
 from kio.schema.metadata.v12.request import MetadataRequest
-from kio.schema.metadata.v12.response import MetadataResponse, MetadataResponseBroker
+from kio.schema.metadata.v12.response import MetadataResponse
 
 from kproxy.config import Settings, parse_config
 from kproxy.observability import Observability
 from kproxy.proxy.loop import new_event_loop
 from kproxy.proxy.proxy import Proxy
-from tests.kio_support import (
-    decode_request_frame,
-    decode_response_frame,
-    encode_request_frame,
-    encode_response_frame,
-)
+from tests.kio_support import decode_response_frame, encode_request_frame
+from tests.metadata_broker import metadata_broker
 
 LOOPS = ["uvloop", "asyncio"]
 ADVERTISED = "broker-1.runtime.invalid"
@@ -45,53 +40,9 @@ def run_on(loop_name: str, main: Callable[[], Awaitable[None]]) -> None:
         loop.close()
 
 
-@asynccontextmanager
-async def scripted_broker(seen: list[int]) -> AsyncIterator[int]:
-    """Answers every Metadata v12 request with one broker, ADVERTISED:<its port>."""
-    port_box: list[int] = []
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                size = struct.unpack(">i", await reader.readexactly(4))[0]
-                frame = struct.pack(">i", size) + await reader.readexactly(size)
-                api_key, version, corr, _client, _msg = decode_request_frame(frame)
-                seen.append(api_key)
-                if (api_key, version) == (3, 1):  # kproxy's own discovery
-                    from kio.schema.metadata.v1.response import MetadataResponse as V1
-                    from kio.schema.metadata.v1.response import MetadataResponseBroker as B1
-
-                    answer: Any = V1(
-                        brokers=(B1(node_id=1, host=ADVERTISED, port=port_box[0], rack=None),),
-                        controller_id=1,
-                        topics=(),
-                    )
-                else:
-                    answer = metadata_answer(port_box[0])
-                writer.write(encode_response_frame(answer, corr))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port_box.append(server.sockets[0].getsockname()[1])
-    try:
-        yield port_box[0]
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
-def metadata_answer(port: int) -> MetadataResponse:
-    return MetadataResponse(
-        throttle_time=datetime.timedelta(0),
-        brokers=(MetadataResponseBroker(node_id=1, host=ADVERTISED, port=port, rack=None),),
-        cluster_id="runtime",
-        controller_id=1,
-        topics=(),
-    )
+def scripted_broker(seen: list[int]) -> AbstractAsyncContextManager[int]:
+    """Answers every Metadata request with one broker, ADVERTISED:<its own port>."""
+    return metadata_broker(lambda port: [(1, ADVERTISED, port)], seen)
 
 
 def settings_for(broker_port: int, loop_name: str, tmp_events: str) -> Settings:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -39,6 +38,8 @@ from kio.schema.update_raft_voter.v0.request import (
     UpdateRaftVoterRequest,
 )
 
+from kproxy.config import parse_config
+from kproxy.proxy.mapping import AddressMap
 from kproxy.session import ClientStep, ProxySession, SessionLimits, UpstreamStep
 from tests.kio_support import (
     decode_request_frame,
@@ -53,44 +54,38 @@ KPROXY_HOST = "127.0.0.1"
 ZERO = datetime.timedelta(0)
 
 
-@dataclass
-class TableMapping:
-    """The address mapping as a table: nodes 0..max_node_id map, listeners open on demand."""
-
-    max_node_id: int = 10
-    ports: dict[int, int] = field(default_factory=dict)  # open listeners
-    advertised: dict[int, tuple[str, int]] = field(default_factory=dict)
-
-    def kproxy_address(self, node_id: int) -> tuple[str, int] | None:
-        port = self.ports.get(node_id)
-        return None if port is None else (KPROXY_HOST, port)
-
-    def is_mappable(self, node_id: int) -> bool:
-        return 0 <= node_id <= self.max_node_id
-
-    def needs_listener(self, node_id: int) -> bool:
-        return self.is_mappable(node_id) and node_id not in self.ports
-
-    def learn(self, node_id: int, host: str, port: int, authoritative: bool) -> bool:
-        old = self.advertised.get(node_id)
-        if old == (host, port) or (old is not None and not authoritative):
-            return False
-        self.advertised[node_id] = (host, port)
-        return True
-
-    def cluster_address(self, host: str, port: int) -> tuple[str, int]:
-        for node_id, kport in self.ports.items():
-            if (host, port) == (KPROXY_HOST, kport) and node_id in self.advertised:
-                return self.advertised[node_id]
-        return host, port
-
-    def open(self, node_ids: list[int]) -> None:
-        for node_id in node_ids:
-            self.ports[node_id] = 19000 + node_id
+def address_map(
+    max_node_id: int = 10,
+    open_nodes: tuple[int, ...] = (),
+    advertised: dict[int, tuple[str, int]] | None = None,
+) -> AddressMap:
+    """kproxy's own pure address map: nodes 0..max_node_id map, OS-chosen ports."""
+    settings = parse_config(
+        {
+            "cluster": {"bootstrap_servers": ["bootstrap.invalid:9092"]},
+            "listeners": {
+                "advertised_host": KPROXY_HOST,
+                "bootstrap_port": 0,
+                "broker_port_base": 0,
+                "max_node_id": max_node_id,
+            },
+        }
+    )
+    mapping = AddressMap(settings.cluster, settings.listeners)
+    for node_id, (host, port) in (advertised or {}).items():
+        mapping.learn(node_id, host, port, True)
+    open_listeners(mapping, list(open_nodes))
+    return mapping
 
 
-def session(mapping: TableMapping | None = None, max_in_flight: int = 100) -> ProxySession:
-    return ProxySession(mapping or TableMapping(), SessionLimits(1 << 20, max_in_flight))
+def open_listeners(mapping: AddressMap, node_ids: list[int]) -> None:
+    """What the runtime does for a step's nodes_needing_listeners (port 19000 + id)."""
+    for node_id in node_ids:
+        mapping.listener_bound(node_id, 19000 + node_id)
+
+
+def session(mapping: AddressMap | None = None, max_in_flight: int = 100) -> ProxySession:
+    return ProxySession(mapping or address_map(), SessionLimits(1 << 20, max_in_flight))
 
 
 def joined(chunks: list[bytes | memoryview]) -> bytes:
@@ -249,16 +244,15 @@ def test_in_flight_cap_pauses_and_resumes_reading() -> None:
     step = client(s, metadata_request(2))
     assert step.pause_reading  # the cap is reached: stop reading the client
     broker = [(1, "broker-1.invalid", 9092)]
-    mapping = s.mapping
-    assert isinstance(mapping, TableMapping)
-    mapping.open([1])
+    assert isinstance(s.mapping, AddressMap)
+    open_listeners(s.mapping, [1])
     back = upstream(s, metadata_response(1, broker))
     assert back.resume_reading  # below half the cap again
     assert not upstream(s, metadata_response(2, broker)).resume_reading  # only once
 
 
 def test_request_endpoints_are_mapped_back_to_the_cluster() -> None:
-    mapping = TableMapping(ports={2: 19002}, advertised={2: ("controller-2.invalid", 9093)})
+    mapping = address_map(open_nodes=(2,), advertised={2: ("controller-2.invalid", 9093)})
     s = session(mapping)
 
     def voter_update(host: str, port: int) -> Any:
@@ -286,7 +280,7 @@ def test_request_endpoints_are_mapped_back_to_the_cluster() -> None:
 
 
 def test_new_node_is_held_until_its_listener_is_open_then_rewritten() -> None:
-    mapping = TableMapping()
+    mapping = address_map()
     s = session(mapping)
     client(s, metadata_request(1))
     brokers = [(1, "broker-1.invalid", 9092), (2, "broker-2.invalid", 9092)]
@@ -297,7 +291,7 @@ def test_new_node_is_held_until_its_listener_is_open_then_rewritten() -> None:
         (1, "broker-1.invalid", 9092),
         (2, "broker-2.invalid", 9092),
     ]
-    mapping.open(step.nodes_needing_listeners)
+    open_listeners(mapping, step.nodes_needing_listeners)
     released = s.listeners_opened()
     corr, msg = decode_response_frame(MetadataResponse, joined(released.to_client))
     assert corr == 1
@@ -312,7 +306,7 @@ def test_new_node_is_held_until_its_listener_is_open_then_rewritten() -> None:
 
 
 def test_unmappable_node_is_removed_and_reported() -> None:
-    mapping = TableMapping(max_node_id=5, ports={1: 19001})
+    mapping = address_map(max_node_id=5, open_nodes=(1,))
     s = session(mapping)
     client(s, metadata_request(1))
     step = upstream(s, metadata_response(1, [(1, "b1.invalid", 9092), (700, "b700.invalid", 9092)]))
@@ -324,7 +318,7 @@ def test_unmappable_node_is_removed_and_reported() -> None:
 
 
 def test_find_coordinator_for_an_unmappable_node_says_not_available() -> None:
-    s = session(TableMapping(max_node_id=5))
+    s = session(address_map(max_node_id=5))
     client(s, encode_request_frame(FindCoordinatorRequest(key="g", key_type=0), 3, "app"))
     answer = FindCoordinatorResponse(
         throttle_time=ZERO,
@@ -341,7 +335,7 @@ def test_find_coordinator_for_an_unmappable_node_says_not_available() -> None:
 
 
 def test_kip951_redirect_is_rewritten_and_reports_the_leader() -> None:
-    mapping = TableMapping(ports={3: 19003})
+    mapping = address_map(open_nodes=(3,))
     s = session(mapping)
     client(s, produce_request(8, acks=1))
     step = upstream(s, produce_redirect(8, 3, "broker-3.invalid", 9092))
@@ -373,13 +367,12 @@ def test_api_versions_v0_uses_header_v0_and_is_clamped() -> None:
 
 
 def test_responses_split_anywhere_come_out_the_same() -> None:
-    mapping = TableMapping(ports={1: 19001})
-    whole_session = session(mapping)
+    whole_session = session(address_map(open_nodes=(1,)))
     client(whole_session, metadata_request(1))
     response = metadata_response(1, [(1, "broker-1.invalid", 9092)])
     expected = joined(upstream(whole_session, response).to_client)
     for cut in range(1, len(response)):
-        s = session(TableMapping(ports={1: 19001}))
+        s = session(address_map(open_nodes=(1,)))
         client(s, metadata_request(1))
         out = joined(upstream(s, response[:cut]).to_client)
         out += joined(upstream(s, response[cut:]).to_client)
@@ -387,7 +380,7 @@ def test_responses_split_anywhere_come_out_the_same() -> None:
 
 
 def test_response_nobody_waits_for_closes_the_upstream_side() -> None:
-    s = session(TableMapping(ports={1: 19001}))
+    s = session(address_map(open_nodes=(1,)))
     client(s, metadata_request(1))
     step = upstream(s, metadata_response(2, [(1, "broker-1.invalid", 9092)]))
     assert step.to_client == []

@@ -11,10 +11,8 @@ import json
 import logging
 import re
 import socket
-import struct
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from kproxy.config import Settings, parse_config
 from kproxy.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.proxy.proxy import Proxy
-from tests.kio_support import decode_request_frame, encode_response_frame, kio_message_class
+from tests.metadata_broker import Brokers, metadata_broker
 
 DEADLINE_SECONDS = 10.0
 
@@ -45,41 +43,9 @@ async def poll(cond: Callable[[], Awaitable[bool]], what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-@asynccontextmanager
-async def scripted_broker(brokers: list[tuple[int, str, int]]) -> AsyncIterator[int]:
-    """A listener that answers every Metadata v1 request with `brokers`; yields its port."""
-    cls = kio_message_class(3, 1, "response")
-    assert cls is not None
-    mod = sys.modules[cls.__module__]
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                size = struct.unpack(">i", await reader.readexactly(4))[0]
-                frame = struct.pack(">i", size) + await reader.readexactly(size)
-                api_key, _version, corr, _client, _msg = decode_request_frame(frame)
-                assert api_key == 3
-                msg = cls(
-                    brokers=tuple(
-                        mod.MetadataResponseBroker(node_id=n, host=h, port=p, rack=None)
-                        for n, h, p in brokers
-                    ),
-                    controller_id=brokers[0][0],
-                    topics=(),
-                )
-                writer.write(encode_response_frame(msg, corr))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    try:
-        yield server.sockets[0].getsockname()[1]
-    finally:
-        server.close()
-        await server.wait_closed()
+def scripted_broker(brokers: Brokers) -> AbstractAsyncContextManager[int]:
+    """A listener that answers every Metadata request with `brokers`; yields its port."""
+    return metadata_broker(lambda _port: brokers)
 
 
 def settings_for(tmp_path: Path, bootstrap_port: int, **extra: Any) -> Settings:
