@@ -210,10 +210,7 @@ class ProxySession:
             if self._held:
                 self._release(step)
         except ProtocolError as exc:
-            self._held = []
-            step.to_client = []
-            step.responses = []
-            step.close = SessionClose("upstream", exc.reason, str(exc))
+            self._upstream_failed(step, exc)
         return step
 
     def listeners_opened(self) -> UpstreamStep:
@@ -223,11 +220,15 @@ class ProxySession:
         try:
             self._release(step)
         except ProtocolError as exc:
-            self._held = []
-            step.to_client = []
-            step.responses = []
-            step.close = SessionClose("upstream", exc.reason, str(exc))
+            self._upstream_failed(step, exc)
         return step
+
+    def _upstream_failed(self, step: UpstreamStep, exc: ProtocolError) -> None:
+        """Bad bytes from the broker: nothing of this step reaches the client."""
+        self._held = []
+        step.to_client = []
+        step.responses = []
+        step.close = SessionClose("upstream", exc.reason, str(exc))
 
     def _walk_responses(self, frames: list[memoryview], now: float, step: UpstreamStep) -> set[int]:
         """Match each frame to its request and walk it; learn the nodes it names.
