@@ -31,9 +31,32 @@ class Running(NamedTuple):
     admin: AdminServer | None
 
 
+class Stop:
+    """Shutdown requests: the first signal drains, a second one cuts the drain short."""
+
+    def __init__(self) -> None:
+        self.requested = asyncio.Event()
+        self.now = asyncio.Event()
+
+    def signal(self) -> None:
+        if self.requested.is_set():
+            log.warning("second stop signal: closing every connection now")
+            self.now.set()
+        self.requested.set()
+
+    def set(self) -> None:
+        self.requested.set()
+
+    def is_set(self) -> bool:
+        return self.requested.is_set()
+
+    async def wait(self) -> None:
+        await self.requested.wait()
+
+
 async def serve(
     settings: Settings,
-    stop: asyncio.Event,
+    stop: Stop | asyncio.Event,
     started: Callable[[Running], Awaitable[None]] | None = None,
 ) -> int:
     """Run the proxy until `stop` is set, then shut down gracefully.
@@ -62,10 +85,13 @@ async def serve(
             await started(Running(proxy, observer, admin))
         await stop.wait()
         log.info(
-            "stopping: no new connections, %.1fs grace for in-flight requests",
+            "stopping: no new connections; each closes once its requests are answered "
+            "(%.1fs at most; a second signal stops at once)",
             settings.shutdown.grace_seconds,
         )
-        await proxy.stop(settings.shutdown.grace_seconds)
+        await proxy.stop(
+            settings.shutdown.grace_seconds, stop.now if isinstance(stop, Stop) else None
+        )
     finally:
         if admin is not None:
             await admin.stop()
@@ -74,14 +100,15 @@ async def serve(
     return 0
 
 
-def run_loop(settings: Settings, main: Callable[[asyncio.Event], Awaitable[int]]) -> int:
-    """Run `main(stop)` on the configured event loop; SIGTERM and SIGINT set `stop`."""
+def run_loop(settings: Settings, main: Callable[[Stop], Awaitable[int]]) -> int:
+    """Run `main(stop)` on the configured event loop; SIGTERM and SIGINT stop it (a
+    second one at once)."""
     retain_freed_memory(settings.limits.allocator_retain_bytes)
     loop = new_event_loop(settings.runtime.event_loop)
     asyncio.set_event_loop(loop)
-    stop = asyncio.Event()
+    stop = Stop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stop.signal)
     try:
         return loop.run_until_complete(main(stop))
     except OSError as exc:

@@ -169,6 +169,11 @@ class ListenerSettings(Section):
     max_node_id: Annotated[int, Strict(), Field(ge=0)] = Field(
         1000, description="ids above this without an override cannot be mapped"
     )
+    role: Literal["client", "controller"] = Field(
+        "client",
+        description="client: refuse the controller plane (what brokers and controllers send "
+        "each other); controller: serve it too, for a KRaft quorum dialled through kproxy",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -215,12 +220,34 @@ class LimitSettings(Section):
     allocator_retain_bytes: Annotated[int, Strict(), Field(ge=0, le=1 << 30)] = Field(
         33554432, description="freed memory glibc keeps for the next frame (0: its defaults)"
     )
+    max_connections: Annotated[int, Strict(), Field(ge=1)] | None = Field(
+        None,
+        description="client connections at once, whole proxy (default: what the open-file "
+        "limit allows, two descriptors a connection)",
+    )
+    max_connections_per_client_ip: Annotated[int, Strict(), Field(ge=1)] | None = Field(
+        None, description="client connections at once from one IP address (default: no cap)"
+    )
+    idle_timeout_seconds: PositiveSeconds = Field(
+        600.0, description="no bytes either way for this long closes the pair"
+    )
+    first_request_timeout_seconds: PositiveSeconds = Field(
+        10.0,
+        description="a client that has not sent a whole first request by then is closed "
+        "(the broker is dialled only once it has)",
+    )
 
 
 class AdminSettings(Section):
     enabled: Bool = True
     bind_host: Host = "127.0.0.1"
     port: Port = 9644
+    topology: Bool = Field(
+        True, description="serve /topology (it shows the brokers' real addresses)"
+    )
+    request_timeout_seconds: PositiveSeconds = Field(
+        5.0, description="a request not whole by then, or an idle connection, is closed"
+    )
 
 
 class MetricsSettings(Section):

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from kproxy.app import Running, run_loop, serve
+from kproxy.app import Running, Stop, run_loop, serve
 from kproxy.config import Settings, parse_config
 
 log = logging.getLogger("kproxy.demo")
@@ -128,7 +128,7 @@ def _leader_mover(
 async def _demo(
     settings: Settings,
     cluster: Any,
-    stop_event: asyncio.Event,
+    stop_event: Stop,
     duration: float | None,
     brokers: int,
     leader_interval: float,

@@ -173,6 +173,26 @@ CONNECTIONS_CLOSED = MetricSpec(
     ("listener", "cause"),
     "Client connections closed, by listener and cause.",
 )
+CONNECTIONS_REFUSED = MetricSpec(
+    "kproxy_connections_refused_total",
+    COUNTER,
+    ("listener", "reason"),
+    "Client connections accepted and closed at once: connection_limit, descriptor_limit, "
+    "client_ip_limit, shutting_down.",
+)
+ACCEPT_ERRORS = MetricSpec(
+    "kproxy_accept_errors_total",
+    COUNTER,
+    ("reason",),
+    "Connections the kernel could not give kproxy (fd_exhausted: EMFILE or ENFILE).",
+)
+REQUESTS_HELD = MetricSpec(
+    "kproxy_requests_held_total",
+    COUNTER,
+    ("listener",),
+    "Requests a client pipelined past limits.max_in_flight_requests, held until responses "
+    "freed a slot.",
+)
 FRAME_ERRORS = MetricSpec(
     "kproxy_frame_errors_total",
     COUNTER,
@@ -265,6 +285,9 @@ class KproxyMetrics:
         self.connections_active = cast(Gauge, made[CONNECTIONS_ACTIVE])
         self.connections_closed = cast(Counter, made[CONNECTIONS_CLOSED])
         self.frame_errors = cast(Counter, made[FRAME_ERRORS])
+        self.connections_refused = cast(Counter, made[CONNECTIONS_REFUSED])
+        self.accept_errors = cast(Counter, made[ACCEPT_ERRORS])
+        self.requests_held = cast(Counter, made[REQUESTS_HELD])
         self.upstream_connect_failures = cast(Counter, made[UPSTREAM_CONNECT_FAILURES])
         self.events_written = cast(Counter, made[EVENTS_WRITTEN])
         self.events_dropped = cast(Counter, made[EVENTS_DROPPED])

@@ -95,6 +95,15 @@ class Observability(ProxyObserver):
         self.metrics.connection_closed(listener, cause)
         self._emit(CONNECTION, {"action": "close", "listener": listener, "cause": cause})
 
+    def connection_refused(self, listener: str, reason: str) -> None:
+        self.metrics.connections_refused.labels(listener, reason).inc()
+
+    def accept_error(self, reason: str) -> None:
+        self.metrics.accept_errors.labels(reason).inc()
+
+    def requests_held(self, listener: str, count: int) -> None:
+        self.metrics.requests_held.labels(listener).inc(count)
+
     def frame_error(self, side: str, reason: str) -> None:
         self.metrics.frame_errors.labels(side, reason).inc()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -18,6 +19,10 @@ import yaml
 from tests.peers.net import LOOPBACK, free_port, port_open, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _limit_files(count: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
 
 class KproxyProcess:
@@ -51,7 +56,10 @@ class KproxyProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.bootstrap_port}"
 
-    def start(self, extra_env: dict[str, str] | None = None) -> KproxyProcess:
+    def start(
+        self, extra_env: dict[str, str] | None = None, nofile: int | None = None
+    ) -> KproxyProcess:
+        """Start kproxy; `nofile` sets its own open-file limit (RLIMIT_NOFILE) only."""
         self.config_path.write_text(yaml.safe_dump(self.config))
         env = dict(os.environ)
         env.update(extra_env or {})
@@ -63,6 +71,7 @@ class KproxyProcess:
             stderr=subprocess.STDOUT,
             env=env,
             cwd=self.tmp,
+            preexec_fn=None if nofile is None else lambda: _limit_files(nofile),
         )
         try:
             wait_until(self._ready, 30, what="kproxy's bootstrap port")
@@ -75,6 +84,35 @@ class KproxyProcess:
         if self.proc is not None and self.proc.poll() is not None:
             raise RuntimeError(f"kproxy exited with {self.proc.returncode}:\n{self.log()}")
         return port_open(LOOPBACK, self.bootstrap_port)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the kproxy process has used (/proc/PID/stat)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_bytes(self, field: str = "VmRSS") -> int:
+        """Resident memory now (VmRSS) or at its peak (VmHWM), from /proc/PID/status."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError(f"no {field} in /proc/{self.pid}/status")
+
+    def metric(self, name: str, **labels: str) -> float:
+        """One sample's value from /metrics (0 when absent)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        for family in text_string_to_metric_families(self.metrics_text()):
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in labels.items()
+                ):
+                    return float(sample.value)
+        return 0.0
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

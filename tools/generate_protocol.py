@@ -509,10 +509,12 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
 
     # ---- api_keys.py
     lines = [header, "# api key -> (name, versions, first flexible version or -1,"]
-    lines.append("#            {version: (request header version, response header version)})")
+    lines.append("#            {version: (request header version, response header version)},")
+    lines.append("#            the listeners that serve it: broker, controller, zkBroker)")
     lines.append(
-        "API_KEYS: dict[int, tuple[str, tuple[int, ...], int, dict[int, tuple[int, int]]]] = {"
+        "ApiRow = tuple[str, tuple[int, ...], int, dict[int, tuple[int, int]], tuple[str, ...]]"
     )
+    lines.append("API_KEYS: dict[int, ApiRow] = {")
     keys = sorted({k for (_, k) in list(primary) + list(legacy)})
     for k in keys:
         req = merged_versions(("request", k), primary, legacy)
@@ -536,7 +538,10 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
             hdrs[v] = (req_hdr, resp_hdr)
         versions = tuple(req)
         hdr_txt = ", ".join(f"{v}: {h}" for v, h in hdrs.items())
-        lines.append(f"    {k}: ({name!r}, {versions!r}, {first_flex}, {{{hdr_txt}}}),")
+        # Which listeners serve the API: from the schema that defines its newest version
+        # (4.x names none for the APIs it removed; 3.9 says zkBroker for those).
+        served = tuple(sorted(req[versions[-1]].listeners))
+        lines.append(f"    {k}: ({name!r}, {versions!r}, {first_flex}, {{{hdr_txt}}}, {served!r}),")
     lines.append("}")
     api_keys_py = "\n".join(lines) + "\n"
 

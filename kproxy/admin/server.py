@@ -60,7 +60,9 @@ def _json(body: dict[str, Any], status: int = 200) -> web.Response:
     )
 
 
-def make_app(observer: Observability, status: _Status) -> web.Application:
+def make_app(
+    observer: Observability, status: _Status, topology_enabled: bool = True
+) -> web.Application:
     """The admin application: `observer` supplies metrics and the leader table,
     `status.proxy` readiness and the node table."""
 
@@ -98,7 +100,8 @@ def make_app(observer: Observability, status: _Status) -> web.Application:
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    app.router.add_get("/topology", topology)
+    if topology_enabled:
+        app.router.add_get("/topology", topology)
     return app
 
 
@@ -113,6 +116,8 @@ class AdminServer:
     ) -> None:
         self.bind_host = settings.admin.bind_host
         self.requested_port = settings.admin.port
+        self.topology_enabled = settings.admin.topology
+        self.request_timeout = settings.admin.request_timeout_seconds
         self.observer = observer
         self._status = _Status()
         self._status.proxy = proxy
@@ -129,7 +134,12 @@ class AdminServer:
         if self._runner is not None:
             return
         runner = web.AppRunner(
-            make_app(self.observer, self._status), access_log=None, handle_signals=False
+            make_app(self.observer, self._status, self.topology_enabled),
+            access_log=None,
+            handle_signals=False,
+            # aiohttp closes a connection that is idle, or has sent part of a request
+            # and then nothing, for this long: no half-sent request holds a socket.
+            keepalive_timeout=self.request_timeout,
         )
         await runner.setup()
         site = web.TCPSite(runner, self.bind_host, self.requested_port, reuse_address=True)

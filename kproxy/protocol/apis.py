@@ -14,6 +14,7 @@ class ApiInfo(NamedTuple):
     versions: tuple[int, ...]
     first_flexible: int  # -1 = never flexible
     headers: dict[int, tuple[int, int]]  # version -> (request header, response header)
+    listeners: tuple[str, ...]  # which of Kafka's listeners serve it (broker, controller...)
 
     @property
     def min_version(self) -> int:
@@ -43,6 +44,12 @@ WALKED_REQUESTS = frozenset(key for key, is_request, _ in PLANS if is_request)
 # FetchSnapshot, UpdateRaftVoter) name controller listeners instead, so they are
 # rewritten like any endpoint but never change where kproxy dials a node it knows.
 CLIENT_LISTENER_RESPONSES = frozenset((0, 1, 3, 10, 60, 78, 79))
+
+
+# APIs that no broker listener serves (Kafka's schemas list only the controller, or only
+# ZooKeeper-era brokers, for them): what brokers and controllers send each other,
+# never a client. A client listener refuses them (kproxy.session.admission).
+CONTROLLER_PLANE_APIS = frozenset(k for k, info in APIS.items() if "broker" not in info.listeners)
 
 
 def api_name(key: int) -> str:

@@ -91,20 +91,31 @@ class FrameReader:
             return 4 + self._have
         return len(self._head)
 
+    @property
+    def passing(self) -> bool:
+        """A frame is being handed over in pieces (its `FrameStart` was taken)."""
+        return self._passing or self._offered == 1
+
     def gather(self) -> None:
         """Return the frame the last `FrameStart` began whole, instead of in pieces."""
         if self._offered != 1:
             raise RuntimeError("gather() must follow a FrameStart")
         self._offered = -1
 
-    def _reject(self, size: int, prefix: bytes) -> None:
-        if size < 0:
-            raise NegativeFrameSize(f"negative frame size {size}")
+    def _check(self, size: int, prefix: bytes) -> None:
+        """Refuse a size out of range, and the first bytes of another protocol whatever
+        the size they read as (a TLS ClientHello reads as ~369 MB, an HTTP request as
+        ~1.2 GB: both within what `max_frame_bytes` may be set to)."""
         if self._first:
             other = _not_kafka(prefix)
             if other is not None:
                 raise other
-        raise FrameTooLarge(f"frame of {size} bytes exceeds the limit of {self.max_frame_bytes}")
+        if size < 0:
+            raise NegativeFrameSize(f"negative frame size {size}")
+        if size > self.max_frame_bytes:
+            raise FrameTooLarge(
+                f"frame of {size} bytes exceeds the limit of {self.max_frame_bytes}"
+            )
 
     def _keep(self, piece: memoryview, immutable: bool) -> None:
         if not piece:
@@ -168,8 +179,8 @@ class FrameReader:
             if len(head) < 4:
                 return frames
             size = _size(head, 0)[0]
-            if size < 0 or size > limit:
-                self._reject(size, bytes(head))
+            if size < 0 or size > limit or self._first:
+                self._check(size, bytes(head))
             head.clear()
             self._need = size
             self._have = 0
@@ -195,8 +206,8 @@ class FrameReader:
             self._first = False
         while n - pos >= 4:
             size = _size(view, pos)[0]
-            if size < 0 or size > limit:
-                self._reject(size, bytes(view[pos : pos + 4]))
+            if size < 0 or size > limit or self._first:
+                self._check(size, bytes(view[pos : pos + 4]))
             end = pos + 4 + size
             if end > n:
                 self._pieces = []

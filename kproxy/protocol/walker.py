@@ -56,8 +56,19 @@ _i64 = struct.Struct(">q").unpack_from
 
 _ERROR_POS = 100  # vals key: where an endpoint struct's ErrorCode sits
 _MAX_DEPTH = 16  # Kafka messages nest at most a few levels; deeper input is hostile
+# Caps on what one message may make the walker allocate, from what real clusters send:
+# a request names at most a node's listeners (a handful; AddRaftVoter), a response at
+# most every broker or voter of a cluster (Metadata, DescribeQuorum: hundreds, at most
+# thousands). A struct has at most a few tagged fields (Kafka's schemas define fewer
+# than ten per struct); unknown future ones are kept, but not without limit.
+MAX_REQUEST_ENDPOINTS = 1024
+MAX_RESPONSE_ENDPOINTS = 10_000
+MAX_TAGGED_FIELDS = 64
 
 __all__ = [
+    "MAX_REQUEST_ENDPOINTS",
+    "MAX_RESPONSE_ENDPOINTS",
+    "MAX_TAGGED_FIELDS",
     "ArraySpan",
     "Endpoint",
     "LeaderObservation",
@@ -73,7 +84,12 @@ def can_walk(api_key: int, version: int, is_request: bool) -> bool:
 
 
 def walk(
-    frame: memoryview | bytes, body_offset: int, api_key: int, version: int, is_request: bool
+    frame: memoryview | bytes,
+    body_offset: int,
+    api_key: int,
+    version: int,
+    is_request: bool,
+    max_endpoints: int = MAX_RESPONSE_ENDPOINTS,
 ) -> WalkResult:
     """Walk the message body that starts at `body_offset` of `frame`.
 
@@ -85,7 +101,7 @@ def walk(
             f"no walk plan for api {api_key} v{version} {'request' if is_request else 'response'}"
         )
     buf = memoryview(frame)
-    walker = _Walker(buf)
+    walker = _Walker(buf, max_endpoints)
     try:
         end = walker.struct(plan, body_offset, len(buf), None, None, None, None, -1, None, 0)
     # Only what bad bytes can cause: a fixed-width read past the end (struct.error) or a
@@ -99,10 +115,11 @@ def walk(
 
 
 class _Walker:
-    __slots__ = ("buf", "endpoints", "leaders", "tagged")
+    __slots__ = ("buf", "endpoints", "leaders", "max_endpoints", "tagged")
 
-    def __init__(self, buf: memoryview) -> None:
+    def __init__(self, buf: memoryview, max_endpoints: int) -> None:
         self.buf = buf
+        self.max_endpoints = max_endpoints
         self.endpoints: list[Endpoint] = []
         self.leaders: list[LeaderObservation] = []
         self.tagged: list[TaggedSpan] = []
@@ -153,6 +170,11 @@ class _Walker:
             pos = self.field(f, pos, end, vals, topic, topic_id, node, depth)
         if tagged is not None:
             count, pos = read_uvarint(buf, pos)
+            if count > MAX_TAGGED_FIELDS:
+                raise MalformedMessage(
+                    f"{count} tagged fields in one struct (at most {MAX_TAGGED_FIELDS})",
+                    reason="too_many_tagged_fields",
+                )
             for _ in range(count):
                 tag, pos = read_uvarint(buf, pos)
                 size_start = pos
@@ -173,6 +195,11 @@ class _Walker:
         if vals is None or kind & K_INLINE:
             return pos
         if kind & K_ENDPOINT:
+            if len(self.endpoints) >= self.max_endpoints:
+                raise MalformedMessage(
+                    f"more than {self.max_endpoints} endpoints in one message",
+                    reason="too_many_endpoints",
+                )
             host = vals[R_HOST]
             port = vals[R_PORT]
             self.endpoints.append(

@@ -18,6 +18,15 @@ class ProxyObserver:
     def connection_closed(self, listener: str, cause: str) -> None:
         pass
 
+    def connection_refused(self, listener: str, reason: str) -> None:
+        """A connection accepted and closed at once (a limit, shutdown)."""
+
+    def accept_error(self, reason: str) -> None:
+        """The kernel refused kproxy a new connection's descriptor (EMFILE, ENFILE)."""
+
+    def requests_held(self, listener: str, count: int) -> None:
+        """Requests read past the in-flight limit, waiting for a slot."""
+
     def frame_error(self, side: str, reason: str) -> None:
         pass
 

@@ -8,17 +8,22 @@ without the admin server reaching into any of them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 from typing import TYPE_CHECKING, Any
 
 from kproxy.hostport import format_host_port
-from kproxy.proxy.connection import ClientConnection
+from kproxy.proxy.client import ClientConnection
 from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
 from kproxy.proxy.listeners import BOOTSTRAP, ListenerSet
 from kproxy.proxy.mapping import AddressMap
 from kproxy.proxy.observer import ProxyObserver
-from kproxy.proxy.services import ConnectionRegistry, ConnectionServices
+from kproxy.proxy.ratelog import RateLimitedLog
+from kproxy.proxy.registry import ConnectionRegistry
+from kproxy.proxy.services import ConnectionServices
 from kproxy.session import SessionLimits
+from kproxy.session.admission import CLIENT_REFUSED_APIS
 
 if TYPE_CHECKING:
     from kproxy.config import Settings
@@ -45,7 +50,13 @@ class Proxy:
             limits.max_frame_bytes,
             connect_timeout,
         )
-        self.registry = ConnectionRegistry(self.observer)
+        self.registry = ConnectionRegistry(
+            self.observer,
+            limits.max_connections,
+            limits.max_connections_per_client_ip,
+            limits.idle_timeout_seconds,
+            limits.first_request_timeout_seconds,
+        )
         self.services = ConnectionServices(
             self.addresses,
             self.listeners,
@@ -54,10 +65,12 @@ class Proxy:
             self.registry,
             self.observer,
             SessionLimits(limits.max_frame_bytes, limits.max_in_flight_requests),
+            CLIENT_REFUSED_APIS if lst.role == "client" else frozenset(),
             limits.write_buffer_high_bytes,
             connect_timeout,
         )
-        self._discovery_task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._accept_errors = RateLimitedLog(log)
 
     def _new_connection(self, listener: str, node_id: int | None) -> ClientConnection:
         return ClientConnection(self.services, listener, node_id)
@@ -68,24 +81,60 @@ class Proxy:
         if self.listeners.open(None, port) is None:
             raise OSError(f"cannot listen on {self.listeners.bind_host}:{port}")
         await asyncio.sleep(0)  # let the bootstrap server start
-        self._discovery_task = asyncio.get_running_loop().create_task(self.discovery.run())
+        loop = asyncio.get_running_loop()
+        self._count_accept_errors(loop)
+        self._tasks = [
+            loop.create_task(self.discovery.run()),
+            loop.create_task(self.registry.run_sweeps()),
+        ]
+
+    def _count_accept_errors(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The standard loop reports a refused accept (EMFILE, ENFILE) to its exception
+        handler and retries a second later; count and log it (uvloop drops such
+        connections silently, which the descriptor-derived connection limit prevents)."""
+        previous = loop.get_exception_handler()
+
+        def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            exc = context.get("exception")
+            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+                self.observer.accept_error("fd_exhausted")
+                self._accept_errors.warning(
+                    "accept", "cannot accept a connection: %s (open-file limit reached)", exc
+                )
+                return
+            if previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+
+        loop.set_exception_handler(handler)
 
     @property
     def bootstrap_port(self) -> int:
         return self.listeners.by_name[BOOTSTRAP].port
 
-    async def stop(self, grace_seconds: float) -> None:
-        """Stop accepting, let in-flight requests finish for the grace period, close."""
-        self.registry.accepting = False
+    async def stop(self, grace_seconds: float, now: asyncio.Event | None = None) -> None:
+        """Stop accepting; each connection reads no new request and closes once its
+        forwarded requests are answered (a consumer's long-poll Fetch included: the
+        broker answers it within its max wait). Returns as soon as every connection is
+        closed; `grace_seconds` is a cap, and `now` being set cuts it short."""
         self.discovery.running = False
         self.listeners.stop_accepting()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace_seconds
-        while loop.time() < deadline and self.registry.any_in_flight():
-            await asyncio.sleep(0.05)
+        self.registry.drain()
+        waits = [asyncio.ensure_future(self.registry.empty.wait())]
+        if now is not None:
+            waits.append(asyncio.ensure_future(now.wait()))
+        _, pending = await asyncio.wait(
+            waits, timeout=grace_seconds, return_when=asyncio.FIRST_COMPLETED
+        )
+        for wait in pending:
+            wait.cancel()
         self.registry.close_all("shutdown")
-        if self._discovery_task is not None:
-            self._discovery_task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await self.listeners.wait_closed()
 
     # -- what the admin server reads ---------------------------------------------------------------

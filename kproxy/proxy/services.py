@@ -1,53 +1,19 @@
-"""What every connection of one kproxy process shares, and the registry of them all."""
+"""What every connection of one kproxy process shares."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
 from kproxy.proxy.listeners import ListenerSet
 from kproxy.proxy.mapping import AddressMap
 from kproxy.proxy.observer import ProxyObserver
+from kproxy.proxy.ratelog import RateLimitedLog
+from kproxy.proxy.registry import Connection, ConnectionRegistry
 from kproxy.session import SessionLimits, UpstreamStep
 
-
-class Connection(Protocol):
-    listener: str
-
-    @property
-    def has_in_flight(self) -> bool: ...
-
-    def close(self, cause: str) -> None: ...
-
-
-class ConnectionRegistry:
-    """The live client connections; refuses new ones once shutdown began."""
-
-    def __init__(self, observer: ProxyObserver) -> None:
-        self.observer = observer
-        self.connections: set[Connection] = set()
-        self.accepting = True
-
-    def opened(self, conn: Connection) -> bool:
-        if not self.accepting:
-            conn.close("shutting_down")
-            return False
-        self.connections.add(conn)
-        self.observer.connection_opened(conn.listener)
-        return True
-
-    def closed(self, conn: Connection, cause: str) -> None:
-        if conn in self.connections:
-            self.connections.discard(conn)
-            self.observer.connection_closed(conn.listener, cause)
-
-    def any_in_flight(self) -> bool:
-        return any(c.has_in_flight for c in self.connections)
-
-    def close_all(self, cause: str) -> None:
-        for conn in list(self.connections):
-            conn.close(cause)
+log = logging.getLogger("kproxy.connections")
 
 
 class ConnectionServices:
@@ -62,6 +28,7 @@ class ConnectionServices:
         registry: ConnectionRegistry,
         observer: ProxyObserver,
         limits: SessionLimits,
+        refused_apis: frozenset[int],
         write_buffer_high: int,
         connect_timeout: float,
     ) -> None:
@@ -72,9 +39,23 @@ class ConnectionServices:
         self.registry = registry
         self.observer = observer
         self.limits = limits
+        self.refused_apis = refused_apis  # by this proxy's listeners (listeners.role)
         self.write_buffer_high = write_buffer_high
         self.connect_timeout = connect_timeout
         self.refresh_metadata: Callable[[], Awaitable[bool]] = discovery.refresh
+        self.held_log = RateLimitedLog(log)
+
+    def requests_held(self, conn: Connection, count: int) -> None:
+        """A client pipelined past the in-flight limit: the rest wait, reading pauses."""
+        self.observer.requests_held(conn.listener, count)
+        self.held_log.warning(
+            "in_flight_limit",
+            "client %s on %s reached %d requests in flight: %d more wait, reading paused",
+            conn.peer,
+            conn.listener,
+            self.limits.max_in_flight_requests,
+            count,
+        )
 
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
         """Hand what a step forwarded to the observer: after the write, never before."""

@@ -7,7 +7,8 @@ step's facts to its observer.
 """
 
 from kproxy.session.mapping import AddressMapping
-from kproxy.session.session import ProxySession, SessionLimits
+from kproxy.session.records import SessionLimits
+from kproxy.session.session import ProxySession
 from kproxy.session.steps import (
     ClientStep,
     NodeLearned,

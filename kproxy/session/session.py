@@ -21,21 +21,33 @@ from kproxy.protocol.apis import (
     API_VERSIONS,
     CLIENT_LISTENER_RESPONSES,
     PRODUCE,
-    SASL_HANDSHAKE,
     WALKED_REQUESTS,
     WALKED_RESPONSES,
-    api_name,
     header_versions,
 )
 from kproxy.protocol.correlation import CorrelationTable
-from kproxy.protocol.errors import MalformedMessage, ProtocolError, UnsupportedVersion
+from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import RequestHeader, parse_request_header, parse_response_header
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.requests import produce_acks
 from kproxy.protocol.rewriter import rewrite
-from kproxy.protocol.walker import Endpoint, WalkResult, can_walk, walk
+from kproxy.protocol.walker import (
+    MAX_REQUEST_ENDPOINTS,
+    MAX_RESPONSE_ENDPOINTS,
+    Endpoint,
+    WalkResult,
+    can_walk,
+    walk,
+)
+from kproxy.session.admission import (
+    CLIENT_REFUSED_APIS,
+    api_versions_fallback,
+    check_request,
+    is_unknown_api_versions,
+)
 from kproxy.session.mapping import AddressMapping
+from kproxy.session.records import InFlight, SessionLimits
 from kproxy.session.steps import ClientStep, NodeLearned, ResponseSeen, SessionClose, UpstreamStep
 
 _pack_size = INT32.pack
@@ -46,26 +58,15 @@ _corr_id = INT32.unpack_from
 # (a client id is at most 32,767 bytes, a transactional id likewise).
 STREAM_REQUESTS_AFTER = 65536
 _NO_NODES: frozenset[int] = frozenset()
+Frame = memoryview | FrameStart | FrameMore
 
 
-class SessionLimits(NamedTuple):
-    max_frame_bytes: int
-    max_in_flight_requests: int
-
-
-class InFlight:
-    """A request waiting for its response."""
-
-    __slots__ = ("api_key", "client_id", "header_version", "received", "version")
-
-    def __init__(
-        self, api_key: int, version: int, header_version: int, client_id: str | None, now: float
-    ) -> None:
-        self.api_key = api_key
-        self.version = version
-        self.header_version = header_version  # of the response
-        self.client_id = client_id
-        self.received = now  # arrived from the client and was forwarded at once
+def _frame_bytes(frame: Frame) -> int:
+    if type(frame) is FrameStart:
+        return len(frame.head)
+    if type(frame) is FrameMore:
+        return len(frame.data)
+    return len(frame)  # type: ignore[arg-type]
 
 
 class _Held(NamedTuple):
@@ -83,21 +84,50 @@ class ProxySession:
     __slots__ = (
         "_held",
         "_paused_for_inflight",
+        "_waiting",
+        "_waiting_bytes",
+        "_waiting_requests",
         "client_reader",
         "inflight",
         "limits",
         "mapping",
+        "refused_apis",
         "upstream_reader",
     )
 
-    def __init__(self, mapping: AddressMapping, limits: SessionLimits) -> None:
+    def __init__(
+        self,
+        mapping: AddressMapping,
+        limits: SessionLimits,
+        refused_apis: frozenset[int] = CLIENT_REFUSED_APIS,
+    ) -> None:
         self.mapping = mapping
         self.limits = limits
+        self.refused_apis = refused_apis
         self.client_reader = FrameReader(limits.max_frame_bytes, stream_after=STREAM_REQUESTS_AFTER)
         self.upstream_reader = FrameReader(limits.max_frame_bytes)
         self.inflight: CorrelationTable[InFlight] = CorrelationTable()
         self._paused_for_inflight = False
         self._held: list[_Held] = []
+        # Requests read while the in-flight limit was reached, in order (one read's worth:
+        # the runtime stops reading the client meanwhile).
+        self._waiting: list[Frame] = []
+        self._waiting_bytes = 0
+        self._waiting_requests = 0
+
+    def close(self) -> None:
+        """The connection is gone: forget every request and buffered byte."""
+        self.inflight = CorrelationTable()
+        self._held = []
+        self._waiting = []
+        self._waiting_bytes = self._waiting_requests = 0
+        self.client_reader = FrameReader(self.limits.max_frame_bytes)
+        self.upstream_reader = FrameReader(self.limits.max_frame_bytes)
+
+    @property
+    def streaming_request(self) -> bool:
+        """A large request is being forwarded as it arrives: its rest must follow."""
+        return self.client_reader.passing
 
     @property
     def client_bytes_pending(self) -> int:
@@ -109,32 +139,58 @@ class ProxySession:
         step = ClientStep()
         try:
             frames = self.client_reader.feed_through(data)
-            if frames:
-                step.to_upstream = self._requests(frames, now, step)
+            if self._waiting:
+                # Reading should be paused while requests wait for a slot; whatever still
+                # arrives waits behind them, within a bound.
+                self._wait(frames)
+            elif frames:
+                self._requests(frames, now, step.to_upstream, step.requests, step.to_client)
         except ProtocolError as exc:
             step.to_upstream = []
+            step.to_client = []
             step.close = SessionClose("client", exc.reason, str(exc))
             return step
-        if (
-            len(self.inflight) >= self.limits.max_in_flight_requests
-            and not self._paused_for_inflight
-        ):
+        step.held = self._waiting_requests
+        limit = self.limits.max_in_flight_requests
+        if (len(self.inflight) >= limit or self._waiting) and not self._paused_for_inflight:
             self._paused_for_inflight = True
             step.pause_reading = True
         return step
 
+    def _wait(self, frames: list[Frame]) -> None:
+        self._waiting.extend(frames)
+        self._waiting_bytes += sum(_frame_bytes(f) for f in frames)
+        self._waiting_requests += sum(type(f) is not FrameMore for f in frames)
+        if self._waiting_bytes > self.limits.max_frame_bytes + STREAM_REQUESTS_AFTER:
+            raise ProtocolError(
+                f"{self._waiting_bytes} bytes of requests wait for an in-flight slot",
+                reason="too_many_requests_waiting",
+            )
+
     def _requests(
-        self, frames: list[memoryview | FrameStart | FrameMore], now: float, step: ClientStep
-    ) -> list[bytes | memoryview]:
-        out: list[bytes | memoryview] = []
-        for frame in frames:
-            if type(frame) is FrameMore:
+        self,
+        frames: list[Frame],
+        now: float,
+        out: list[bytes | memoryview],
+        admitted: list[tuple[int, int]],
+        answers: list[bytes | memoryview],
+    ) -> None:
+        """Admit and forward requests in order until the in-flight limit is reached; the
+        rest wait, in order, for responses to free slots (`_release`)."""
+        limit = self.limits.max_in_flight_requests
+        for i, frame in enumerate(frames):
+            if type(frame) is FrameMore:  # the rest of a request already on its way
                 out.append(frame.data)
                 continue
+            if len(self.inflight) >= limit:
+                self._waiting = frames[i:]
+                self._waiting_bytes = sum(_frame_bytes(f) for f in self._waiting)
+                self._waiting_requests = sum(type(f) is not FrameMore for f in self._waiting)
+                return
             if type(frame) is FrameStart:
                 # A large request on its way: unless kproxy must rewrite it, it is passed
                 # on as it arrives, its header read from its first bytes.
-                hdr = self._admit(frame.head, frame.size, now, step, whole=False)
+                hdr = self._admit(frame.head, frame.size, now, admitted, whole=False)
                 if hdr is None:
                     self.client_reader.gather()
                     continue
@@ -142,50 +198,55 @@ class ProxySession:
                 out.append(frame.head)
                 continue
             assert type(frame) is memoryview
-            hdr = self._admit(frame, len(frame), now, step, whole=True)
-            assert hdr is not None
+            hdr = self._admit(frame, len(frame), now, admitted, whole=True)
+            if hdr is None:  # answered by kproxy itself
+                answers.append(api_versions_fallback(parse_request_header(frame).correlation_id))
+                continue
             if hdr.api_key in WALKED_REQUESTS and can_walk(hdr.api_key, hdr.api_version, True):
-                result = walk(frame, hdr.body_offset, hdr.api_key, hdr.api_version, True)
+                result = walk(
+                    frame,
+                    hdr.body_offset,
+                    hdr.api_key,
+                    hdr.api_version,
+                    True,
+                    MAX_REQUEST_ENDPOINTS,
+                )
                 if result.endpoints:
                     rw = rewrite(frame, result.endpoints, self._cluster_view)
                     out.extend(rw.chunks)
                     continue
             out.append(_pack_size(len(frame)))
             out.append(frame)
-        return out
+        self._waiting_requests = 0
 
     def _cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         return self.mapping.cluster_address(ep.host, ep.port)
 
     def _admit(
-        self, frame: memoryview, size: int, now: float, step: ClientStep, whole: bool
+        self,
+        frame: memoryview,
+        size: int,
+        now: float,
+        admitted: list[tuple[int, int]],
+        whole: bool,
     ) -> RequestHeader | None:
         """Check a request's header and record it as in flight.
 
-        For the start of a frame (``whole`` false) that kproxy may have to rewrite,
-        nothing is recorded and None is returned: it is read again when whole.
+        None for the start of a frame (``whole`` false) that kproxy may have to rewrite
+        (nothing is recorded: it is read again when whole), and for an ApiVersions
+        version kproxy does not know, which kproxy answers itself when nothing else is
+        in flight (responses must keep their order).
         """
         hdr = parse_request_header(frame)
         key = hdr.api_key
+        if is_unknown_api_versions(hdr) and whole and not self.inflight:
+            return None
+        check_request(hdr, self.refused_apis)
         if not whole and key in WALKED_REQUESTS:
             return None
         versions = header_versions(key, hdr.api_version)
-        if versions is None:
-            if api_name(key) == "Unknown":
-                raise UnsupportedVersion(f"unknown api key {key}", reason="unknown_api_key")
-            raise UnsupportedVersion(
-                f"{api_name(key)} v{hdr.api_version} is not a version kproxy knows",
-                reason="unknown_api_version",
-            )
-        if key == SASL_HANDSHAKE and hdr.api_version == 0:
-            # After SaslHandshake v0 the client sends raw SASL tokens with no Kafka
-            # header, which kproxy cannot frame-check. Every client since Kafka 1.0
-            # uses v1 + SaslAuthenticate (KIP-152), so v0 is refused outright.
-            raise UnsupportedVersion(
-                "SaslHandshake v0 (raw SASL tokens, pre-KIP-152) is not supported",
-                reason="sasl_handshake_v0",
-            )
-        step.requests.append((key, size))
+        assert versions is not None  # check_request refused unknown versions
+        admitted.append((key, size))
         # Produce with acks=0 expects no response: it must not hold an in-flight slot.
         expects_response = not (
             key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0
@@ -208,17 +269,17 @@ class ProxySession:
                     step.nodes_needing_listeners = sorted(needed)
                     return step
             if self._held:
-                self._release(step)
+                self._release(step, now)
         except ProtocolError as exc:
             self._upstream_failed(step, exc)
         return step
 
-    def listeners_opened(self) -> UpstreamStep:
+    def listeners_opened(self, now: float) -> UpstreamStep:
         """Release the responses held for the listeners the last step asked for
         (whether or not they could be opened: an endpoint without one is removed)."""
         step = UpstreamStep()
         try:
-            self._release(step)
+            self._release(step, now)
         except ProtocolError as exc:
             self._upstream_failed(step, exc)
         return step
@@ -252,7 +313,7 @@ class ProxySession:
             walked: WalkResult | None = None
             if key in WALKED_RESPONSES:
                 _, body = parse_response_header(frame, req.header_version)
-                walked = walk(frame, body, key, req.version, False)
+                walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
                 # A broker's client listener says where the node is dialled from now on;
                 # the KRaft quorum messages (KIP-853) name controller listeners, which
                 # are recorded only for a node nothing else has named.
@@ -274,7 +335,7 @@ class ProxySession:
             return None
         return self.mapping.kproxy_address(node_id)
 
-    def _release(self, step: UpstreamStep) -> None:
+    def _release(self, step: UpstreamStep, now: float) -> None:
         held, self._held = self._held, []
         out = step.to_client
         seen = step.responses
@@ -314,9 +375,15 @@ class ProxySession:
                     removed,
                 )
             )
-        if (
-            self._paused_for_inflight
-            and len(self.inflight) < self.limits.max_in_flight_requests // 2 + 1
-        ):
+        limit = self.limits.max_in_flight_requests
+        if self._waiting and len(self.inflight) < limit:
+            waiting, self._waiting = self._waiting, []
+            try:
+                self._requests(waiting, now, step.to_upstream, step.requests, out)
+            except ProtocolError as exc:  # a waiting request was bad: the client's fault
+                step.close = SessionClose("client", exc.reason, str(exc))
+                return
+            self._waiting_bytes = sum(_frame_bytes(f) for f in self._waiting)
+        if self._paused_for_inflight and not self._waiting and len(self.inflight) < limit // 2 + 1:
             self._paused_for_inflight = False
             step.resume_reading = True

@@ -71,12 +71,14 @@ class ResponseSeen:
 class ClientStep:
     """The result of bytes from the client."""
 
-    __slots__ = ("close", "pause_reading", "requests", "to_upstream")
+    __slots__ = ("close", "held", "pause_reading", "requests", "to_client", "to_upstream")
 
     def __init__(self) -> None:
         self.to_upstream: list[bytes | memoryview] = []
+        self.to_client: list[bytes | memoryview] = []  # kproxy's own answers (KIP-511)
         self.requests: list[tuple[int, int]] = []  # (api key, frame size) admitted
         self.pause_reading = False  # too many requests in flight: stop reading the client
+        self.held = 0  # requests that wait for an in-flight slot
         self.close: SessionClose | None = None
 
 
@@ -88,14 +90,19 @@ class UpstreamStep:
         "close",
         "learned",
         "nodes_needing_listeners",
+        "requests",
         "responses",
         "resume_reading",
         "to_client",
+        "to_upstream",
         "unmapped",
     )
 
     def __init__(self) -> None:
         self.to_client: list[bytes | memoryview] = []
+        # Requests that waited for an in-flight slot, released by these responses.
+        self.to_upstream: list[bytes | memoryview] = []
+        self.requests: list[tuple[int, int]] = []
         self.responses: list[ResponseSeen] = []
         # Listeners to open before anything more is sent; then call
         # `ProxySession.listeners_opened` for the responses held back for them.

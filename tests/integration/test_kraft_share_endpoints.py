@@ -340,7 +340,8 @@ def proxied_cluster(tmp: Path) -> Iterator[Env]:
             tmp,
             [broker.bootstrap],
             cluster={"dial_overrides": broker.dial_overrides},
-            listeners={"max_node_id": MAX_NODE_ID},
+            # The KRaft requests that draw these answers are the controller plane.
+            listeners={"max_node_id": MAX_NODE_ID, "role": "controller"},
         )
         with kp:
             # kproxy's own Metadata v1 (client id "kproxy") names nodes 1-3.

@@ -229,7 +229,7 @@ def test_kcat(kproxy: KproxyProcess, tmp_path: Path) -> None:
 
 def test_large_produce_requests_pass_through_whole(kproxy: KproxyProcess) -> None:
     """Produce requests of 64 KiB to 1 MB are forwarded as they arrive (cut-through,
-    kproxy/proxy/connection.py): every byte must still reach the broker once, in order."""
+    kproxy/session): every byte must still reach the broker once, in order."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     topic = "dp-large"

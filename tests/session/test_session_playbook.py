@@ -41,6 +41,7 @@ from kio.schema.update_raft_voter.v0.request import (
 from kproxy.config import parse_config
 from kproxy.proxy.mapping import AddressMap
 from kproxy.session import ClientStep, ProxySession, SessionLimits, UpstreamStep
+from kproxy.session.admission import CLIENT_REFUSED_APIS
 from tests.kio_support import (
     decode_request_frame,
     decode_response_frame,
@@ -84,8 +85,13 @@ def open_listeners(mapping: AddressMap, node_ids: list[int]) -> None:
         mapping.listener_bound(node_id, 19000 + node_id)
 
 
-def session(mapping: AddressMap | None = None, max_in_flight: int = 100) -> ProxySession:
-    return ProxySession(mapping or address_map(), SessionLimits(1 << 20, max_in_flight))
+def session(
+    mapping: AddressMap | None = None,
+    max_in_flight: int = 100,
+    refused_apis: frozenset[int] = CLIENT_REFUSED_APIS,
+) -> ProxySession:
+    limits = SessionLimits(1 << 20, max_in_flight)
+    return ProxySession(mapping or address_map(), limits, refused_apis)
 
 
 def joined(chunks: list[bytes | memoryview]) -> bytes:
@@ -253,7 +259,7 @@ def test_in_flight_cap_pauses_and_resumes_reading() -> None:
 
 def test_request_endpoints_are_mapped_back_to_the_cluster() -> None:
     mapping = address_map(open_nodes=(2,), advertised={2: ("controller-2.invalid", 9093)})
-    s = session(mapping)
+    s = session(mapping, refused_apis=frozenset())  # a listener that serves the controller plane
 
     def voter_update(host: str, port: int) -> Any:
         return UpdateRaftVoterRequest(
@@ -292,7 +298,7 @@ def test_new_node_is_held_until_its_listener_is_open_then_rewritten() -> None:
         (2, "broker-2.invalid", 9092),
     ]
     open_listeners(mapping, step.nodes_needing_listeners)
-    released = s.listeners_opened()
+    released = s.listeners_opened(LATER)
     corr, msg = decode_response_frame(MetadataResponse, joined(released.to_client))
     assert corr == 1
     assert [(b.node_id, b.host, b.port) for b in msg.brokers] == [

@@ -568,11 +568,13 @@ ALLOWED = {
     "": "cluster, listeners, limits, admin, metrics, events, shutdown, log, runtime",
     "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds",
     "listeners": "bind_host, advertised_host, bootstrap_port, broker_port_base,"
-    " node_port_overrides, max_node_id",
+    " node_port_overrides, max_node_id, role",
     "limits": (
-        "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests, allocator_retain_bytes"
+        "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests, allocator_retain_bytes,"
+        " max_connections, max_connections_per_client_ip, idle_timeout_seconds,"
+        " first_request_timeout_seconds"
     ),
-    "admin": "enabled, bind_host, port",
+    "admin": "enabled, bind_host, port, topology, request_timeout_seconds",
     "metrics": "topic_labels",
     "events": "enabled, dir, max_file_bytes, rotate_seconds, queue_size, request_sample_rate",
     "shutdown": "grace_seconds",

@@ -1,0 +1,215 @@
+"""Transport glue for one client connection: bytes to and from its session, nothing more.
+
+Every decision about the bytes is the session's (`kproxy.session.ProxySession`). This
+Protocol moves them, dials the broker once a first request is there
+(`kproxy.proxy.upstream`), applies backpressure both ways (when one side's transport
+asks to pause writing, the other side stops reading until it resumes) and closes.
+Memory per connection is bounded by the frame limit, the write-buffer high-water mark
+and the in-flight limit, never by how slow a peer is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import cast
+
+from kproxy.proxy.services import ConnectionServices
+from kproxy.proxy.upstream import UpstreamConnection, dial
+from kproxy.session import ProxySession, SessionClose, UpstreamStep
+
+log = logging.getLogger("kproxy.connection")
+_now = time.perf_counter
+
+
+class ClientConnection(asyncio.Protocol):
+    """The client side of a proxied connection; owns its upstream side."""
+
+    def __init__(self, services: ConnectionServices, listener: str, node_id: int | None) -> None:
+        self.services = services
+        self.listener = listener
+        self.node_id = node_id
+        self.session = ProxySession(services.addresses, services.limits, services.refused_apis)
+        self.transport: asyncio.Transport | None = None
+        self.upstream: UpstreamConnection | None = None
+        self.closed = False
+        self.draining = False
+        self.peer = "?"
+        self.peer_ip = "?"
+        self.opened_at = self.last_active = _now()
+        self.dialled = False
+        self._dial_task: asyncio.Task[None] | None = None
+        self._paused_reasons: set[str] = set()  # why the client is not being read
+        self._pending: list[bytes | memoryview] = []  # requests before the broker is there
+
+    # -- client side ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        transport = cast(asyncio.Transport, transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(high=self.services.write_buffer_high)
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer_ip = str(peer[0])
+            self.peer = f"{peer[0]}:{peer[1]}"
+        self.services.registry.opened(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        now = self.last_active = _now()
+        svc = self.services
+        step = self.session.client_bytes(data, now)
+        transport = self.transport
+        if step.to_client and transport is not None:
+            transport.writelines(step.to_client)
+        for api_key, size in step.requests:
+            svc.observer.frame(api_key, "request", size)
+        if step.close is not None:
+            self.fail(step.close)
+            return
+        if step.held:
+            svc.requests_held(self, step.held)
+        if step.to_upstream:
+            self._to_upstream(step.to_upstream)
+        if step.pause_reading:
+            self._pause("in_flight")
+        if self.draining and not self.session.streaming_request:
+            self._pause("draining")
+
+    def _to_upstream(self, chunks: list[bytes | memoryview]) -> None:
+        upstream = self.upstream
+        if upstream is not None and upstream.transport is not None:
+            upstream.transport.writelines(chunks)
+            return
+        self._pending.extend(chunks)
+        self._pause("dialling")  # one request's worth, until the broker is there
+        if not self.dialled:
+            self.dialled = True
+            self._dial_task = asyncio.get_running_loop().create_task(self._dial())
+
+    async def _dial(self) -> None:
+        upstream = await dial(self)
+        if upstream is None or self.closed:
+            return
+        self.upstream = upstream
+        pending, self._pending = self._pending, []
+        if upstream.transport is not None:
+            upstream.transport.writelines(pending)
+        self._resume("dialling")
+
+    def pause_writing(self) -> None:
+        if self.upstream is not None:
+            self.upstream.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.upstream is not None:
+            self.upstream.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        pending = self.session.client_bytes_pending
+        if not self.closed and pending:
+            self.services.observer.frame_error("client", "truncated_frame")
+            log.warning(
+                "client %s on %s closed in the middle of an incomplete frame (%d bytes)",
+                self.peer,
+                self.listener,
+                pending,
+            )
+            self.close("client_truncated_frame")
+            return
+        self.close("client_reset" if exc else "client_closed")
+
+    # -- upstream side ---------------------------------------------------------------------------
+    def upstream_bytes(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is None or self.closed:
+            return
+        svc = self.services
+        now = self.last_active = _now()
+        step = self.session.upstream_bytes(data, now)
+        while step.nodes_needing_listeners:
+            self._learned(step)
+            svc.listeners.open_nodes(step.nodes_needing_listeners)
+            step = self.session.listeners_opened(now)
+        self._learned(step)
+        if step.close is not None:
+            self.fail(step.close)
+            return
+        if not step.responses and not step.to_client:
+            return
+        transport.writelines(step.to_client)
+        if step.to_upstream:
+            self._to_upstream(step.to_upstream)
+        svc.observe_responses(step, self.node_id, _now())
+        if step.resume_reading:
+            self._resume("in_flight")
+        if self.draining and not self.session.inflight and not self.session.streaming_request:
+            self.close("shutdown")
+
+    def _learned(self, step: UpstreamStep) -> None:
+        reports = self.services.reports
+        for node_id, host, port in step.learned:
+            reports.learned(node_id, host, port)
+        step.learned = []
+
+    def upstream_full(self, full: bool) -> None:
+        if full:
+            self._pause("upstream_full")
+        else:
+            self._resume("upstream_full")
+
+    # -- reading, draining, closing -------------------------------------------------------------
+    def _pause(self, reason: str) -> None:
+        if not self._paused_reasons and self.transport is not None:
+            self.transport.pause_reading()
+        self._paused_reasons.add(reason)
+
+    def _resume(self, reason: str) -> None:
+        reasons = self._paused_reasons
+        if reason in reasons:
+            reasons.discard(reason)
+            if not reasons and self.transport is not None and not self.closed:
+                self.transport.resume_reading()
+
+    def drain(self) -> None:
+        """Shutdown: read no new request, close once every forwarded one is answered
+        (a large request already on its way is read to its end first)."""
+        self.draining = True
+        if not self.session.streaming_request:
+            if not self.session.inflight:
+                self.close("shutdown")
+                return
+            self._pause("draining")
+
+    @property
+    def has_in_flight(self) -> bool:
+        return bool(self.session.inflight)
+
+    def fail(self, why: SessionClose) -> None:
+        """Bad bytes: close this pair with a log line and a metric; nothing else notices."""
+        self.services.observer.frame_error(why.side, why.reason)
+        log.warning(
+            "closing client %s on %s: bad %s frame (%s): %s",
+            self.peer,
+            self.listener,
+            why.side,
+            why.reason,
+            why.message,
+        )
+        self.close(why.cause)
+
+    def close(self, cause: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._dial_task is not None and not self._dial_task.done():
+            self._dial_task.cancel()
+        if self.transport is not None:
+            self.transport.close()
+        if self.upstream is not None:
+            self.upstream.close()
+        self._pending = []
+        self.session.close()
+        self.services.registry.closed(self, cause)

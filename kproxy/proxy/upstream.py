@@ -1,0 +1,146 @@
+"""kproxy's connection to a broker on behalf of one client connection, and its dialling.
+
+A client's broker connection is dialled only once the client has sent a whole first
+request (or the first bytes of a large one): a client that connects and says nothing
+costs kproxy one socket, not two, and reaches no broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+from typing import Protocol, cast
+
+from kproxy.hostport import HostPort, format_host_port
+from kproxy.proxy.discovery import describe
+from kproxy.proxy.services import ConnectionServices
+from kproxy.session import ProxySession
+
+log = logging.getLogger("kproxy.connection")
+
+
+class ClientConnection(Protocol):
+    """What the broker side needs of its client side (`kproxy.proxy.client`)."""
+
+    services: ConnectionServices
+    session: ProxySession
+    listener: str
+    node_id: int | None
+    peer: str
+    closed: bool
+
+    def upstream_bytes(self, data: bytes) -> None: ...
+
+    def upstream_full(self, full: bool) -> None: ...
+
+    def close(self, cause: str) -> None: ...
+
+
+_FD_EXHAUSTED = (errno.EMFILE, errno.ENFILE)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The bounded label of a failed dial, for kproxy_upstream_connect_failures_total."""
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, OSError) and exc.errno in _FD_EXHAUSTED:
+        return "fd_exhausted"
+    return "refused"
+
+
+class UpstreamConnection(asyncio.Protocol):
+    """The broker side of a proxied connection."""
+
+    def __init__(self, client: ClientConnection) -> None:
+        self.client = client
+        self.transport: asyncio.Transport | None = None
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        transport = cast(asyncio.Transport, transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(high=self.client.services.write_buffer_high)
+
+    def data_received(self, data: bytes) -> None:
+        self.client.upstream_bytes(data)
+
+    def pause_writing(self) -> None:
+        self.client.upstream_full(True)
+
+    def resume_writing(self) -> None:
+        self.client.upstream_full(False)
+
+    def pause_reading(self) -> None:
+        if not self._paused and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self._paused and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        client = self.client
+        if not client.closed:
+            inflight = len(client.session.inflight)
+            if inflight:
+                log.warning(
+                    "upstream for client %s closed with %d request(s) in flight (%s)",
+                    client.peer,
+                    inflight,
+                    describe(exc) if exc is not None else "closed by the broker",
+                )
+            client.close("upstream_reset" if exc else "upstream_closed")
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+async def dial(client: ClientConnection) -> UpstreamConnection | None:
+    """Connect to the broker the client's listener stands for (any bootstrap server for
+    the bootstrap listener); None, with the client closed, when none answers."""
+    svc = client.services
+    targets: list[HostPort]
+    if client.node_id is None:
+        targets = svc.addresses.bootstrap_order()
+    else:
+        target = svc.addresses.node_dial_address(client.node_id)
+        if target is None:
+            await svc.refresh_metadata()
+            target = svc.addresses.node_dial_address(client.node_id)
+        if target is None:
+            log.warning(
+                "client %s on %s: node %d is unknown to the cluster; closing",
+                client.peer,
+                client.listener,
+                client.node_id,
+            )
+            client.close("unknown_node")
+            return None
+        targets = [target]
+    loop = asyncio.get_running_loop()
+    for host, port in targets:
+        if client.closed:
+            return None
+        address = format_host_port(host, port)
+        try:
+            _, upstream = await asyncio.wait_for(
+                loop.create_connection(lambda: UpstreamConnection(client), host, port),
+                svc.connect_timeout,
+            )
+        except (TimeoutError, OSError) as exc:
+            svc.observer.upstream_connect_failed(address, failure_reason(exc))
+            log.warning(
+                "upstream %s unreachable for client %s: %s", address, client.peer, describe(exc)
+            )
+            continue
+        if client.closed:
+            upstream.close()
+            return None
+        return upstream
+    client.close("upstream_unreachable")
+    return None

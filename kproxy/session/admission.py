@@ -1,0 +1,73 @@
+"""Which requests a client connection may send, and what it is told when it may not.
+
+Refusals follow what a Kafka broker does with the same request, so that clients react
+as they would to a broker:
+
+* an ApiVersions version kproxy does not know is answered, as brokers answer one they
+  do not know (KIP-511): UNSUPPORTED_VERSION in a v0 body naming the versions kproxy
+  serves, and the client retries lower;
+* any other unknown API key or version, and an API the listener does not serve, close
+  the connection with a log line, as a broker closes a connection that sends a request
+  it has not enabled on that listener;
+* the controller plane (Kafka's schemas list only the controller, or only ZooKeeper-era
+  brokers, as the listeners of BrokerRegistration, BrokerHeartbeat, Vote,
+  Begin/EndQuorumEpoch, FetchSnapshot, UpdateRaftVoter, Envelope, LeaderAndIsr...) is
+  what brokers and controllers send each other, never a client: client listeners refuse
+  it. AddRaftVoter and RemoveRaftVoter are served by brokers (admin clients send them),
+  so they pass, their endpoints walked under the walker's caps;
+* SaslHandshake v0 is refused: raw SASL tokens follow it with no Kafka header, which
+  kproxy cannot frame-check; every client since Kafka 1.0 uses v1 + SaslAuthenticate
+  (KIP-152).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kproxy.protocol.api_versions import SUPPORTED, UNSUPPORTED_VERSION
+from kproxy.protocol.apis import API_VERSIONS, CONTROLLER_PLANE_APIS, SASL_HANDSHAKE, api_name
+from kproxy.protocol.errors import UnsupportedVersion
+from kproxy.protocol.headers import RequestHeader
+
+# Client listeners serve what a broker listener serves.
+CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
+
+
+class ApiNotAllowed(UnsupportedVersion):
+    reason = "api_not_allowed"
+
+
+def check_request(hdr: RequestHeader, refused_apis: frozenset[int]) -> None:
+    """Raise the ProtocolError that closes the connection, or return if it may pass.
+
+    An unknown ApiVersions version passes this check: `api_versions_fallback` answers it.
+    """
+    key = hdr.api_key
+    if key in refused_apis:
+        raise ApiNotAllowed(
+            f"{api_name(key)} (api {key}) is a controller-plane API, not served to clients"
+            " on this listener"
+        )
+    if not hdr.known:
+        if api_name(key) == "Unknown":
+            raise UnsupportedVersion(f"unknown api key {key}", reason="unknown_api_key")
+        raise UnsupportedVersion(
+            f"{api_name(key)} v{hdr.api_version} is not a version kproxy knows",
+            reason="unknown_api_version",
+        )
+    if key == SASL_HANDSHAKE and hdr.api_version == 0:
+        raise UnsupportedVersion(
+            "SaslHandshake v0 (raw SASL tokens, pre-KIP-152) is not supported",
+            reason="sasl_handshake_v0",
+        )
+
+
+def is_unknown_api_versions(hdr: RequestHeader) -> bool:
+    return hdr.api_key == API_VERSIONS and not hdr.known
+
+
+def api_versions_fallback(correlation_id: int) -> bytes:
+    """UNSUPPORTED_VERSION in an ApiVersions v0 body (header v0), naming kproxy's range."""
+    low, high = SUPPORTED[API_VERSIONS]
+    body = struct.pack(">ihihhh", correlation_id, UNSUPPORTED_VERSION, 1, API_VERSIONS, low, high)
+    return struct.pack(">i", len(body)) + body

@@ -1,0 +1,25 @@
+"""What a session keeps: its limits, and each request waiting for its response."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class SessionLimits(NamedTuple):
+    max_frame_bytes: int
+    max_in_flight_requests: int
+
+
+class InFlight:
+    """A request waiting for its response."""
+
+    __slots__ = ("api_key", "client_id", "header_version", "received", "version")
+
+    def __init__(
+        self, api_key: int, version: int, header_version: int, client_id: str | None, now: float
+    ) -> None:
+        self.api_key = api_key
+        self.version = version
+        self.header_version = header_version  # of the response
+        self.client_id = client_id
+        self.received = now  # arrived from the client and was forwarded at once
