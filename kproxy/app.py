@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from kproxy.admin.server import AdminServer
+from kproxy.describe import describe
 from kproxy.observability import Observability
 from kproxy.proxy.allocator import retain_freed_memory
 from kproxy.proxy.loop import new_event_loop
@@ -112,7 +113,7 @@ def run_loop(settings: Settings, main: Callable[[Stop], Awaitable[int]]) -> int:
     try:
         return loop.run_until_complete(main(stop))
     except OSError as exc:
-        log.error("kproxy cannot start: %s", exc)
+        log.error("kproxy cannot start: %s", describe(exc))
         return 1
     finally:
         loop.close()

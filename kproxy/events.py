@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from kproxy.describe import describe
+
 SCHEMA_VERSION: Final = 1
 
 LEADER_CHANGE: Final = "leader_change"
@@ -325,7 +327,9 @@ class EventLog:
         except OSError as exc:
             if not self._write_error_logged:
                 self._write_error_logged = True
-                log.error("event log: cannot write %s: %s (events are dropped)", self._file, exc)
+                log.error(
+                    "event log: cannot write %s: %s (events are dropped)", self._file, describe(exc)
+                )
             self._count_dropped(len(types))
             self._close_file()
             return
@@ -348,7 +352,7 @@ class EventLog:
         except OSError as exc:
             if not self._write_error_logged:
                 self._write_error_logged = True
-                log.error("event log: cannot open %s: %s (events are dropped)", path, exc)
+                log.error("event log: cannot open %s: %s (events are dropped)", path, describe(exc))
             return
         self._fd = fd
         self._file = path
@@ -362,4 +366,4 @@ class EventLog:
             try:
                 os.close(fd)
             except OSError as exc:
-                log.warning("event log: closing %s: %s", self._file, exc)
+                log.warning("event log: closing %s: %s", self._file, describe(exc))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kproxy.describe import describe
 from kproxy.hostport import format_host_port
 from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.frames import FrameReader
@@ -25,12 +26,6 @@ log = logging.getLogger("kproxy.discovery")
 
 METADATA_REFRESH_SECONDS = 30.0
 METADATA = 3
-
-
-def describe(exc: BaseException) -> str:
-    """An exception for a log line: its class, and its message when it has one."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class NodeReports:

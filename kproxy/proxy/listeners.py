@@ -12,6 +12,7 @@ import logging
 import socket
 from collections.abc import Callable, Iterable
 
+from kproxy.describe import describe
 from kproxy.proxy.mapping import AddressMap
 
 log = logging.getLogger("kproxy.listeners")
@@ -67,7 +68,9 @@ class ListenerSet:
         try:
             sock = self._bind(port)
         except OSError as exc:
-            log.error("cannot listen on %s:%d for %s: %s", self.bind_host, port, name, exc)
+            log.error(
+                "cannot listen on %s:%d for %s: %s", self.bind_host, port, name, describe(exc)
+            )
             failed = Listener(name, node_id, port, socket.socket())
             failed.sock.close()
             failed.state = "failed"

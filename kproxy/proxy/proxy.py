@@ -13,6 +13,7 @@ import errno
 import logging
 from typing import TYPE_CHECKING, Any
 
+from kproxy.describe import describe
 from kproxy.hostport import format_host_port
 from kproxy.proxy.client import ClientConnection
 from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
@@ -99,7 +100,9 @@ class Proxy:
             if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
                 self.observer.accept_error("fd_exhausted")
                 self._accept_errors.warning(
-                    "accept", "cannot accept a connection: %s (open-file limit reached)", exc
+                    "accept",
+                    "cannot accept a connection: %s (open-file limit reached)",
+                    describe(exc),
                 )
                 return
             if previous is not None:

@@ -12,8 +12,8 @@ import errno
 import logging
 from typing import Protocol, cast
 
+from kproxy.describe import describe
 from kproxy.hostport import HostPort, format_host_port
-from kproxy.proxy.discovery import describe
 from kproxy.proxy.services import ConnectionServices
 from kproxy.session import ProxySession
 

@@ -284,3 +284,42 @@ def test_admin_topology_off_and_half_sent_requests_closed(
             started = time.monotonic()
             assert closed_by_peer(s, 10)
             assert time.monotonic() - started < 5
+
+
+def test_emfile_on_accept_is_counted_and_kproxy_recovers(
+    cluster: MockCluster, tmp_path: Path
+) -> None:
+    """Told it may hold more connections than it has descriptors for, kproxy runs out:
+    the standard loop reports each refused accept, kproxy counts and logs it (once per
+    10 s), and serves again as soon as descriptors are free."""
+    kp = KproxyProcess(
+        tmp_path,
+        cluster.bootstraps.split(","),
+        limits={"max_connections": 1000},
+        runtime={"event_loop": "asyncio"},
+    )
+    with kp.start(nofile=96):
+        held: list[socket.socket] = []
+        try:
+            for _ in range(120):
+                s = socket.create_connection(("127.0.0.1", kp.bootstrap_port))
+                held.append(s)
+            # The admin server has no descriptor to answer with either: read the log.
+            wait_until(
+                lambda: "open-file limit reached" in kp.log(), 10, what="a refused accept logged"
+            )
+        finally:
+            for s in held:
+                s.close()
+        wait_until(
+            lambda: kp.metric("kproxy_connections_active") == 0, 15, what="connections closed"
+        )
+        assert kp.metric("kproxy_accept_errors_total", reason="fd_exhausted") > 0
+        assert kp.log().count("open-file limit reached") <= 2
+
+        def served() -> bool:
+            with socket.create_connection(("127.0.0.1", kp.bootstrap_port), timeout=10) as s:
+                s.sendall(METADATA_V1)
+                return struct.unpack_from(">i", read_frame(s))[0] == 7
+
+        wait_until(served, 15, what="kproxy to serve again")
