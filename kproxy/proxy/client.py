@@ -1,12 +1,8 @@
-"""Transport glue for one client connection: bytes to and from its session, nothing more.
-
-Every decision about the bytes is the session's (`kproxy.session.ProxySession`). This
-Protocol moves them, dials the broker once a first request is there
-(`kproxy.proxy.upstream`), applies backpressure both ways (when one side's transport
-asks to pause writing, the other side stops reading until it resumes) and closes.
-Memory per connection is bounded by the frame limit, the write-buffer high-water mark
-and the in-flight limit, never by how slow a peer is.
-"""
+"""Transport glue for one client connection: every decision about its bytes is the
+session's (`kproxy.session`); this moves them, dials the broker once a first request is
+there (`kproxy.proxy.upstream`), holds backpressure both ways and closes. Memory per
+connection is bounded by the frame limit, the write-buffer high-water mark and the
+in-flight limit, never by how slow a peer is."""
 
 from __future__ import annotations
 
@@ -15,9 +11,10 @@ import logging
 import time
 from typing import cast
 
+from kproxy.proxy.readgate import ReadGate
 from kproxy.proxy.services import ConnectionServices
 from kproxy.proxy.upstream import UpstreamConnection, dial
-from kproxy.session import ProxySession, SessionClose, UpstreamStep
+from kproxy.session import ProxySession
 
 log = logging.getLogger("kproxy.connection")
 _now = time.perf_counter
@@ -40,14 +37,14 @@ class ClientConnection(asyncio.Protocol):
         self.opened_at = self.last_active = _now()
         self.dialled = False
         self._dial_task: asyncio.Task[None] | None = None
-        self._paused_reasons: set[str] = set()  # why the client is not being read
+        self._reading = ReadGate()
         self._pending: list[bytes | memoryview] = []  # requests before the broker is there
 
     # -- client side ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast(asyncio.Transport, transport)
-        self.transport = transport
+        self.transport = self._reading.transport = transport
         transport.set_write_buffer_limits(high=self.services.write_buffer_high)
         peer = transport.get_extra_info("peername")
         if peer:
@@ -67,7 +64,7 @@ class ClientConnection(asyncio.Protocol):
         for api_key, size in step.requests:
             svc.observer.frame(api_key, "request", size)
         if step.close is not None:
-            self.fail(step.close)
+            svc.failed(self, step.close)
             return
         if step.held:
             svc.requests_held(self, step.held)
@@ -130,12 +127,12 @@ class ClientConnection(asyncio.Protocol):
         now = self.last_active = _now()
         step = self.session.upstream_bytes(data, now)
         while step.nodes_needing_listeners:
-            self._learned(step)
+            svc.learned(step)
             svc.listeners.open_nodes(step.nodes_needing_listeners)
             step = self.session.listeners_opened(now)
-        self._learned(step)
+        svc.learned(step)
         if step.close is not None:
-            self.fail(step.close)
+            svc.failed(self, step.close)
             return
         if not step.responses and not step.to_client:
             return
@@ -148,12 +145,6 @@ class ClientConnection(asyncio.Protocol):
         if self.draining and not self.session.inflight and not self.session.streaming_request:
             self.close("shutdown")
 
-    def _learned(self, step: UpstreamStep) -> None:
-        reports = self.services.reports
-        for node_id, host, port in step.learned:
-            reports.learned(node_id, host, port)
-        step.learned = []
-
     def upstream_full(self, full: bool) -> None:
         if full:
             self._pause("upstream_full")
@@ -162,16 +153,11 @@ class ClientConnection(asyncio.Protocol):
 
     # -- reading, draining, closing -------------------------------------------------------------
     def _pause(self, reason: str) -> None:
-        if not self._paused_reasons and self.transport is not None:
-            self.transport.pause_reading()
-        self._paused_reasons.add(reason)
+        self._reading.pause(reason)
 
     def _resume(self, reason: str) -> None:
-        reasons = self._paused_reasons
-        if reason in reasons:
-            reasons.discard(reason)
-            if not reasons and self.transport is not None and not self.closed:
-                self.transport.resume_reading()
+        if not self.closed:
+            self._reading.resume(reason)
 
     def drain(self) -> None:
         """Shutdown: read no new request, close once every forwarded one is answered
@@ -182,23 +168,6 @@ class ClientConnection(asyncio.Protocol):
                 self.close("shutdown")
                 return
             self._pause("draining")
-
-    @property
-    def has_in_flight(self) -> bool:
-        return bool(self.session.inflight)
-
-    def fail(self, why: SessionClose) -> None:
-        """Bad bytes: close this pair with a log line and a metric; nothing else notices."""
-        self.services.observer.frame_error(why.side, why.reason)
-        log.warning(
-            "closing client %s on %s: bad %s frame (%s): %s",
-            self.peer,
-            self.listener,
-            why.side,
-            why.reason,
-            why.message,
-        )
-        self.close(why.cause)
 
     def close(self, cause: str) -> None:
         if self.closed:

@@ -29,9 +29,6 @@ class Connection(Protocol):
     dialled: bool
     closed: bool
 
-    @property
-    def has_in_flight(self) -> bool: ...
-
     def drain(self) -> None: ...
 
     def close(self, cause: str) -> None: ...

@@ -11,9 +11,9 @@ from kproxy.proxy.mapping import AddressMap
 from kproxy.proxy.observer import ProxyObserver
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import Connection, ConnectionRegistry
-from kproxy.session import SessionLimits, UpstreamStep
+from kproxy.session import SessionClose, SessionLimits, UpstreamStep
 
-log = logging.getLogger("kproxy.connections")
+log = logging.getLogger("kproxy.connection")
 
 
 class ConnectionServices:
@@ -56,6 +56,25 @@ class ConnectionServices:
             self.limits.max_in_flight_requests,
             count,
         )
+
+    def learned(self, step: UpstreamStep) -> None:
+        """Report the nodes a step learned (before what names them is sent)."""
+        for node_id, host, port in step.learned:
+            self.reports.learned(node_id, host, port)
+        step.learned = []
+
+    def failed(self, conn: Connection, why: SessionClose) -> None:
+        """Bad bytes: close this pair with a log line and a metric; nothing else notices."""
+        self.observer.frame_error(why.side, why.reason)
+        log.warning(
+            "closing client %s on %s: bad %s frame (%s): %s",
+            conn.peer,
+            conn.listener,
+            why.side,
+            why.reason,
+            why.message,
+        )
+        conn.close(why.cause)
 
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
         """Hand what a step forwarded to the observer: after the write, never before."""

@@ -1,0 +1,27 @@
+"""Whether a client is read: paused while any reason holds, resumed when none does."""
+
+from __future__ import annotations
+
+import asyncio
+
+
+class ReadGate:
+    """Reasons to stop reading one transport (the in-flight limit, a full upstream
+    write buffer, a broker still being dialled, a drain); it reads when none is left."""
+
+    __slots__ = ("reasons", "transport")
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.reasons: set[str] = set()
+
+    def pause(self, reason: str) -> None:
+        if not self.reasons and self.transport is not None:
+            self.transport.pause_reading()
+        self.reasons.add(reason)
+
+    def resume(self, reason: str) -> None:
+        if reason in self.reasons:
+            self.reasons.discard(reason)
+            if not self.reasons and self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
