@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from kproxy.mockcluster import MockCluster
+from kproxy.protocol.primitives import encode_uvarint
 
 LOOPBACK = "127.0.0.1"
 
@@ -58,7 +59,7 @@ def add_raft_voter(size: int) -> bytes:
     """AddRaftVoter v0 (flexible): ClusterId, TimeoutMs, VoterId, VoterDirectoryId, Listeners."""
     entry = b"\x02L" + b"\x02h" + struct.pack(">H", 1) + b"\x00"  # name, host, port, no tags
     count = size // len(entry)
-    listeners = _uvarint(count + 1) + entry * count
+    listeners = encode_uvarint(count + 1) + entry * count
     body = b"\x00" + struct.pack(">ii", 1000, 4) + bytes(16) + listeners + b"\x00"
     cid = b"attack"
     payload = struct.pack(">hhih", 80, 0, 1, len(cid)) + cid + b"\x00" + body
@@ -71,15 +72,6 @@ def produce(size: int) -> bytes:
     body = struct.pack(">hhi", -1, 1, 1000) + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t"
     body += struct.pack(">ii", 1, 0) + struct.pack(">i", len(records)) + records
     return request(0, 3, body)
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def cpu_seconds(pid: int) -> float:

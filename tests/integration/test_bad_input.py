@@ -14,6 +14,7 @@ import pytest
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import ERR_TRANSPORT, MockCluster
 from tests.peers.net import wait_until
+from tests.raw_kafka import request
 
 pytestmark = pytest.mark.peers
 
@@ -22,13 +23,6 @@ TOPIC = "healthy"
 
 # A real TLS 1.2 ClientHello prefix (record header + handshake header).
 TLS_CLIENT_HELLO = bytes.fromhex("16030100c4010000c00303") + bytes(32) + b"\x00\x00\x02\x13\x01"
-
-
-def request(api_key: int, version: int, body: bytes = b"", corr: int = 7) -> bytes:
-    """A request frame with header v1 (api key, version, correlation id, client id)."""
-    cid = b"bad-input"
-    payload = struct.pack(">hhih", api_key, version, corr, len(cid)) + cid + body
-    return struct.pack(">i", len(payload)) + payload
 
 
 class HealthyProducer(threading.Thread):

@@ -15,37 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_bad_input import TLS_CLIENT_HELLO, HealthyProducer, request
+from tests.integration.test_bad_input import TLS_CLIENT_HELLO, HealthyProducer
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
+from tests.raw_kafka import closed_by_peer, metadata_v1, read_frame, request
 
 pytestmark = pytest.mark.peers
 
 TOPIC = "healthy"
 MAX_FRAME = 64 << 20
-METADATA_V1 = request(3, 1, struct.pack(">i", 0))
-
-
-def metadata_v1(corr: int) -> bytes:
-    return request(3, 1, struct.pack(">i", 0), corr=corr)
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    head = b""
-    while len(head) < 4:
-        chunk = sock.recv(4 - len(head))
-        if not chunk:
-            raise ConnectionError("closed")
-        head += chunk
-    size = struct.unpack(">i", head)[0]
-    body = b""
-    while len(body) < size:
-        chunk = sock.recv(size - len(body))
-        if not chunk:
-            raise ConnectionError("closed mid-frame")
-        body += chunk
-    return body
+METADATA_V1 = metadata_v1(7)
 
 
 def established_to(ports: set[int]) -> int:
@@ -57,19 +37,6 @@ def established_to(ports: set[int]) -> int:
         if fields[3] == "01" and remote_port in ports:
             count += 1
     return count
-
-
-def closed_by_peer(sock: socket.socket, timeout: float = 10) -> bool:
-    """True once the other side closes (recv gives b"" or a reset) within `timeout`."""
-    sock.settimeout(timeout)
-    try:
-        while True:
-            if not sock.recv(65536):
-                return True
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
 
 
 @pytest.fixture(scope="module")

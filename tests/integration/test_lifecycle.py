@@ -13,28 +13,9 @@ import pytest
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import port_open, wait_until
+from tests.raw_kafka import metadata_v1, read_frame
 
 pytestmark = pytest.mark.peers
-
-
-def metadata_v1(corr: int) -> bytes:
-    cid = b"lifecycle"
-    body = struct.pack(">hhih", 3, 1, corr, len(cid)) + cid + struct.pack(">i", 0)
-    return struct.pack(">i", len(body)) + body
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    def exact(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed before a whole frame arrived")
-            buf += chunk
-        return buf
-
-    (size,) = struct.unpack(">i", exact(4))
-    return exact(size)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
