@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from kproxy.protocol.primitives import encode_uvarint
 from tests.integration.test_bad_input import TLS_CLIENT_HELLO, HealthyProducer
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
@@ -113,6 +114,73 @@ def test_controller_plane_attack_frames_cost_next_to_nothing(
     assert kp.rss_bytes() - rss < 16 << 20
     assert "BrokerRegistration" in kp.log()
     healthy.keeps_going()
+
+
+@pytest.mark.parametrize("mib", [2, 8, 32])
+def test_walker_caps_bound_what_a_walked_request_costs(
+    mib: int, guarded: tuple[KproxyProcess, HealthyProducer]
+) -> None:
+    """AddRaftVoter is served on client listeners (admin clients send it), so it is
+    gathered and walked: the walk stops at the endpoint cap (1,024 listeners)."""
+    kp, healthy = guarded
+    entry = b"\x02L" + b"\x02h" + struct.pack(">H", 1) + b"\x00"  # name, host, port, tags
+    count = (mib << 20) // len(entry)
+    listeners = encode_uvarint(count + 1) + entry * count
+    body = b"\x00" + struct.pack(">ii", 1000, 4) + bytes(16) + listeners + b"\x00"
+    cid = b"attack"
+    payload = struct.pack(">hhih", 80, 0, 1, len(cid)) + cid + b"\x00" + body
+    frame = struct.pack(">i", len(payload)) + payload
+    cpu, peak = kp.cpu_seconds(), kp.rss_bytes("VmHWM")
+    capped = kp.metric("kproxy_frame_errors_total", reason="too_many_endpoints")
+    with socket.create_connection(("127.0.0.1", kp.bootstrap_port)) as s:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            s.sendall(frame)
+        assert closed_by_peer(s)
+    wait_until(
+        lambda: kp.metric("kproxy_frame_errors_total", reason="too_many_endpoints") > capped,
+        10,
+        what="the cap counted",
+    )
+    # Gathered once and joined once: memory within a small multiple of the frame, and
+    # a walk that stops at the cap costs next to no CPU (generous bounds, shared machine).
+    assert kp.rss_bytes("VmHWM") - peak < 3 * (mib << 20) + (16 << 20)
+    assert kp.cpu_seconds() - cpu < 1.0 + mib * 0.05
+    healthy.keeps_going()
+
+
+@pytest.mark.parametrize(
+    ("name", "api_key"),
+    [("Vote", 52), ("BeginQuorumEpoch", 53), ("FetchSnapshot", 59), ("UpdateRaftVoter", 82)],
+)
+def test_controller_plane_requests_are_refused(
+    name: str, api_key: int, guarded: tuple[KproxyProcess, HealthyProducer]
+) -> None:
+    kp, healthy = guarded
+    with socket.create_connection(("127.0.0.1", kp.bootstrap_port)) as s:
+        s.sendall(request(api_key, 0, bytes(64)))
+        assert closed_by_peer(s)
+    wait_until(lambda: name in kp.log(), 10, what=f"a log line naming {name}")
+    healthy.keeps_going()
+
+
+def test_connection_cap_refuses_past_it(cluster: MockCluster, tmp_path: Path) -> None:
+    with KproxyProcess(
+        tmp_path, cluster.bootstraps.split(","), limits={"max_connections": 5}
+    ) as kp:
+        held = [socket.create_connection(("127.0.0.1", kp.bootstrap_port)) for _ in range(5)]
+        try:
+            for s in held:
+                s.sendall(METADATA_V1)
+                read_frame(s)
+            for _ in range(30):
+                with socket.create_connection(("127.0.0.1", kp.bootstrap_port)) as extra:
+                    assert closed_by_peer(extra)
+            refused = kp.metric("kproxy_connections_refused_total", reason="connection_limit")
+            assert refused == 30
+            assert kp.log().count("refusing client") == 1
+        finally:
+            for s in held:
+                s.close()
 
 
 def test_pipelined_requests_wait_for_in_flight_slots(cluster: MockCluster, tmp_path: Path) -> None:
