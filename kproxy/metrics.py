@@ -1,11 +1,7 @@
-"""Every metric kproxy exports: names, labels, buckets and help text, in one place.
-
-Conventions (https://prometheus.io/docs/practices/naming/): a `kproxy_` prefix,
-`_total` on counters, base units (`_seconds`, `_bytes`) in the name. Labels are
-bounded: API names (about a hundred Kafka APIs), node ids (bounded by the cluster's
-size), listener names (one per node), and small fixed sets of causes and reasons. No
-client id and no partition ever becomes a label; a topic only does when the operator
-asks for it (`metrics.topic_labels: true`), on one metric.
+"""kproxy's metrics in a Prometheus registry, made from their declarations
+(`kproxy.metric_specs`, where every metric is declared once). Labels are bounded: API
+names (about a hundred Kafka APIs), node ids (bounded by the cluster's size), listener
+names (one per node), and small fixed sets of causes and reasons.
 
 Each `KproxyMetrics` has its own `CollectorRegistry`, so tests can make several. Its
 recording methods cache label children: per-request code does a dict lookup, not
@@ -14,7 +10,7 @@ prometheus_client's label validation, for every frame.
 
 from __future__ import annotations
 
-from typing import NamedTuple, cast
+from typing import cast
 
 from prometheus_client import (
     CollectorRegistry,
@@ -28,219 +24,35 @@ from prometheus_client import (
 from prometheus_client.exposition import choose_encoder
 
 from kproxy import __version__
+from kproxy import metric_specs as specs
+from kproxy.metric_specs import (
+    BOOTSTRAP_NODE,
+    COUNTER,
+    GAUGE,
+    HISTOGRAM,
+    METRICS,
+    WITH_ENDPOINT,
+    WITHOUT_ENDPOINT,
+    MetricSpec,
+    series_names,
+)
 from kproxy.protocol.apis import api_name
+
+__all__ = [
+    "COUNTER",
+    "GAUGE",
+    "HISTOGRAM",
+    "METRICS",
+    "KproxyMetrics",
+    "MetricSpec",
+    "series_names",
+]
 
 # The `_created` series that prometheus_client adds beside every counter and histogram
 # double the series count and nothing in kproxy's dashboards reads them (process start
 # time is in process_start_time_seconds). The switch is process-wide; kproxy owns its
 # process.
 disable_created_metrics()  # type: ignore[no-untyped-call]
-
-COUNTER, GAUGE, HISTOGRAM = "counter", "gauge", "histogram"
-
-# Kafka request latencies: from sub-millisecond metadata calls to Fetch long polls
-# (fetch.max.wait.ms, 500 ms by default) and acks=all produces under load.
-LATENCY_BUCKETS = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0
-)  # fmt: skip
-# From a redirect to the client's first success: KIP-951 aims at milliseconds, a
-# metadata refresh takes up to retry.backoff.ms plus a round trip, a stuck client minutes.
-RECOVERY_BUCKETS = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0
-)  # fmt: skip
-
-BOOTSTRAP_NODE = "bootstrap"  # the from_node of a response that came through bootstrap
-WITH_ENDPOINT, WITHOUT_ENDPOINT = "with_endpoint", "without_endpoint"
-
-
-class MetricSpec(NamedTuple):
-    name: str  # as exposed (counters end in _total)
-    kind: str
-    labels: tuple[str, ...]
-    help: str
-    buckets: tuple[float, ...] = ()
-    topic_labels_only: bool = False  # registered only with metrics.topic_labels: true
-
-
-LEADER_CHANGES = MetricSpec(
-    "kproxy_leader_changes_total",
-    COUNTER,
-    ("source_api",),
-    "Partition leader moves (leader id or epoch moved to a newer state), each counted once, "
-    "by the API of the response that showed it first.",
-)
-LEADER_CHANGES_BY_TOPIC = MetricSpec(
-    "kproxy_leader_changes_by_topic_total",
-    COUNTER,
-    ("topic",),
-    "Partition leader moves by topic (only with metrics.topic_labels: true).",
-    topic_labels_only=True,
-)
-REDIRECTS = MetricSpec(
-    "kproxy_redirects_total",
-    COUNTER,
-    ("api", "from_node", "to_node"),
-    "Partition results with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH that named the new "
-    "leader (KIP-951 CurrentLeader), by the node that answered and the node it named.",
-)
-REDIRECTS_WITHOUT_LEADER = MetricSpec(
-    "kproxy_redirects_without_leader_total",
-    COUNTER,
-    ("api",),
-    "Partition results with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH that named no new "
-    "leader: the client must refresh its metadata.",
-)
-RECOVERIES = MetricSpec(
-    "kproxy_recoveries_total",
-    COUNTER,
-    ("path",),
-    "A client's first success on a partition after a redirect there, by whether the first "
-    "redirect carried the new leader's endpoint (with_endpoint) or not (without_endpoint).",
-)
-RECOVERY_SECONDS = MetricSpec(
-    "kproxy_recovery_seconds",
-    HISTOGRAM,
-    ("path",),
-    "Time from a client's first redirect on a partition to its first success there.",
-    RECOVERY_BUCKETS,
-)
-ENDPOINT_REWRITES = MetricSpec(
-    "kproxy_endpoint_rewrites_total",
-    COUNTER,
-    ("api",),
-    "Broker endpoints rewritten to kproxy addresses.",
-)
-ENDPOINTS_UNMAPPED = MetricSpec(
-    "kproxy_endpoints_unmapped_total",
-    COUNTER,
-    ("api",),
-    "Broker endpoints removed from messages because their node has no kproxy port.",
-)
-NODES_DISCOVERED = MetricSpec(
-    "kproxy_nodes_discovered_total",
-    COUNTER,
-    (),
-    "Broker nodes learned, or whose advertised address changed.",
-)
-API_VERSIONS_CLAMPED = MetricSpec(
-    "kproxy_api_versions_clamped_total",
-    COUNTER,
-    (),
-    "ApiVersions responses changed to offer only what kproxy can walk.",
-)
-REQUEST_DURATION = MetricSpec(
-    "kproxy_request_duration_seconds",
-    HISTOGRAM,
-    ("api",),
-    "Request latency as the client sees it: from kproxy reading the request to writing "
-    "the response.",
-    LATENCY_BUCKETS,
-)
-UPSTREAM_DURATION = MetricSpec(
-    "kproxy_upstream_duration_seconds",
-    HISTOGRAM,
-    ("api",),
-    "The part of the request latency spent waiting for the broker.",
-    LATENCY_BUCKETS,
-)
-FRAMES = MetricSpec(
-    "kproxy_frames_total",
-    COUNTER,
-    ("api", "direction"),
-    "Kafka frames forwarded, by API and direction (request, response).",
-)
-BYTES = MetricSpec(
-    "kproxy_bytes_total",
-    COUNTER,
-    ("api", "direction"),
-    "Bytes of Kafka frames forwarded (without the 4-byte size prefix), by API and direction.",
-)
-CONNECTIONS_OPENED = MetricSpec(
-    "kproxy_connections_opened_total",
-    COUNTER,
-    ("listener",),
-    "Client connections accepted, by listener.",
-)
-CONNECTIONS_ACTIVE = MetricSpec(
-    "kproxy_connections_active",
-    GAUGE,
-    ("listener",),
-    "Client connections open now, by listener.",
-)
-CONNECTIONS_CLOSED = MetricSpec(
-    "kproxy_connections_closed_total",
-    COUNTER,
-    ("listener", "cause"),
-    "Client connections closed, by listener and cause.",
-)
-CONNECTIONS_REFUSED = MetricSpec(
-    "kproxy_connections_refused_total",
-    COUNTER,
-    ("listener", "reason"),
-    "Client connections accepted and closed at once: connection_limit, descriptor_limit, "
-    "client_ip_limit, shutting_down.",
-)
-ACCEPT_ERRORS = MetricSpec(
-    "kproxy_accept_errors_total",
-    COUNTER,
-    ("reason",),
-    "Connections the kernel could not give kproxy (fd_exhausted: EMFILE or ENFILE).",
-)
-REQUESTS_HELD = MetricSpec(
-    "kproxy_requests_held_total",
-    COUNTER,
-    ("listener",),
-    "Requests a client pipelined past limits.max_in_flight_requests, held until responses "
-    "freed a slot.",
-)
-FRAME_ERRORS = MetricSpec(
-    "kproxy_frame_errors_total",
-    COUNTER,
-    ("side", "reason"),
-    "Connections closed for a bad frame, by the side that sent it and the reason.",
-)
-UPSTREAM_CONNECT_FAILURES = MetricSpec(
-    "kproxy_upstream_connect_failures_total",
-    COUNTER,
-    ("reason",),
-    "Failed attempts to reach a broker.",
-)
-EVENTS_WRITTEN = MetricSpec(
-    "kproxy_events_written_total",
-    COUNTER,
-    ("type",),
-    "Event-log lines written, by event type.",
-)
-EVENTS_DROPPED = MetricSpec(
-    "kproxy_events_dropped_total",
-    COUNTER,
-    (),
-    "Events not written to the event log (queue full, or the file could not be written).",
-)
-CLUSTER_REACHED = MetricSpec(
-    "kproxy_cluster_reached",
-    GAUGE,
-    (),
-    "1 once kproxy has had an answer from the cluster, else 0.",
-)
-BUILD_INFO = MetricSpec(
-    "kproxy_build_info",
-    GAUGE,
-    ("version",),
-    "Always 1; the version label says which kproxy this is.",
-)
-
-# Every metric above, in the order declared: each is declared once, as a MetricSpec.
-METRICS: tuple[MetricSpec, ...] = tuple(
-    v for v in dict(globals()).values() if isinstance(v, MetricSpec)
-)
-
-
-def series_names(spec: MetricSpec) -> tuple[str, ...]:
-    """The sample names a metric appears under in the text exposition."""
-    if spec.kind == HISTOGRAM:
-        return (f"{spec.name}_bucket", f"{spec.name}_sum", f"{spec.name}_count")
-    return (spec.name,)
 
 
 def node_label(node_id: int | None) -> str:
@@ -267,32 +79,35 @@ class KproxyMetrics:
         made = {
             spec: _make(spec, reg) for spec in METRICS if topic_labels or not spec.topic_labels_only
         }
-        self.leader_changes = cast(Counter, made[LEADER_CHANGES])
-        self.leader_changes_by_topic = cast("Counter | None", made.get(LEADER_CHANGES_BY_TOPIC))
-        self.redirects = cast(Counter, made[REDIRECTS])
-        self.redirects_without_leader = cast(Counter, made[REDIRECTS_WITHOUT_LEADER])
-        self.recoveries = cast(Counter, made[RECOVERIES])
-        self.recovery_seconds = cast(Histogram, made[RECOVERY_SECONDS])
-        self.endpoint_rewrites = cast(Counter, made[ENDPOINT_REWRITES])
-        self.endpoints_unmapped = cast(Counter, made[ENDPOINTS_UNMAPPED])
-        self.nodes_discovered = cast(Counter, made[NODES_DISCOVERED])
-        self.api_versions_clamped = cast(Counter, made[API_VERSIONS_CLAMPED])
-        self.request_duration = cast(Histogram, made[REQUEST_DURATION])
-        self.upstream_duration = cast(Histogram, made[UPSTREAM_DURATION])
-        self.frames = cast(Counter, made[FRAMES])
-        self.bytes = cast(Counter, made[BYTES])
-        self.connections_opened = cast(Counter, made[CONNECTIONS_OPENED])
-        self.connections_active = cast(Gauge, made[CONNECTIONS_ACTIVE])
-        self.connections_closed = cast(Counter, made[CONNECTIONS_CLOSED])
-        self.frame_errors = cast(Counter, made[FRAME_ERRORS])
-        self.connections_refused = cast(Counter, made[CONNECTIONS_REFUSED])
-        self.accept_errors = cast(Counter, made[ACCEPT_ERRORS])
-        self.requests_held = cast(Counter, made[REQUESTS_HELD])
-        self.upstream_connect_failures = cast(Counter, made[UPSTREAM_CONNECT_FAILURES])
-        self.events_written = cast(Counter, made[EVENTS_WRITTEN])
-        self.events_dropped = cast(Counter, made[EVENTS_DROPPED])
-        self.cluster_reached = cast(Gauge, made[CLUSTER_REACHED])
-        self.build_info = cast(Gauge, made[BUILD_INFO])
+        self.leader_changes = cast(Counter, made[specs.LEADER_CHANGES])
+        self.leader_changes_by_topic = cast(
+            "Counter | None", made.get(specs.LEADER_CHANGES_BY_TOPIC)
+        )
+        self.redirects = cast(Counter, made[specs.REDIRECTS])
+        self.redirects_without_leader = cast(Counter, made[specs.REDIRECTS_WITHOUT_LEADER])
+        self.recoveries = cast(Counter, made[specs.RECOVERIES])
+        self.recovery_seconds = cast(Histogram, made[specs.RECOVERY_SECONDS])
+        self.endpoint_rewrites = cast(Counter, made[specs.ENDPOINT_REWRITES])
+        self.endpoints_unmapped = cast(Counter, made[specs.ENDPOINTS_UNMAPPED])
+        self.nodes_discovered = cast(Counter, made[specs.NODES_DISCOVERED])
+        self.config_values_redacted = cast(Counter, made[specs.CONFIG_VALUES_REDACTED])
+        self.api_versions_clamped = cast(Counter, made[specs.API_VERSIONS_CLAMPED])
+        self.request_duration = cast(Histogram, made[specs.REQUEST_DURATION])
+        self.upstream_duration = cast(Histogram, made[specs.UPSTREAM_DURATION])
+        self.frames = cast(Counter, made[specs.FRAMES])
+        self.bytes = cast(Counter, made[specs.BYTES])
+        self.connections_opened = cast(Counter, made[specs.CONNECTIONS_OPENED])
+        self.connections_active = cast(Gauge, made[specs.CONNECTIONS_ACTIVE])
+        self.connections_closed = cast(Counter, made[specs.CONNECTIONS_CLOSED])
+        self.frame_errors = cast(Counter, made[specs.FRAME_ERRORS])
+        self.connections_refused = cast(Counter, made[specs.CONNECTIONS_REFUSED])
+        self.accept_errors = cast(Counter, made[specs.ACCEPT_ERRORS])
+        self.requests_held = cast(Counter, made[specs.REQUESTS_HELD])
+        self.upstream_connect_failures = cast(Counter, made[specs.UPSTREAM_CONNECT_FAILURES])
+        self.events_written = cast(Counter, made[specs.EVENTS_WRITTEN])
+        self.events_dropped = cast(Counter, made[specs.EVENTS_DROPPED])
+        self.cluster_reached = cast(Gauge, made[specs.CLUSTER_REACHED])
+        self.build_info = cast(Gauge, made[specs.BUILD_INFO])
         self.build_info.labels(__version__).set(1)
         if runtime_collectors:
             # process_* (memory, CPU, open fds) and python_info, as the default registry has.

@@ -222,6 +222,9 @@ class Observability(ProxyObserver):
             NODE_DISCOVERED, {"node_id": node_id, "upstream": upstream, "advertised": advertised}
         )
 
+    def configs_redacted(self, api_key: int, count: int) -> None:
+        self.metrics.config_values_redacted.labels(api_name(api_key)).inc(count)
+
     def api_versions_clamped(self, dropped: int, lowered: int) -> None:
         self.metrics.api_versions_clamped.inc()
 

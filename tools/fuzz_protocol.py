@@ -102,7 +102,8 @@ def api_versions_seeds() -> list[Seed]:
 
 
 def kio_seeds(per_version: int, seed: int) -> list[Seed]:
-    """Random kio messages of every endpoint-bearing (api, kind, version); [] without kio."""
+    """Random kio messages of every walked (api, kind, version): those that carry
+    endpoints or leadership, and DescribeConfigs answers; [] without kio."""
     try:
         from hypothesis import HealthCheck, given, settings
         from hypothesis.errors import NonInteractiveExampleWarning
@@ -112,7 +113,8 @@ def kio_seeds(per_version: int, seed: int) -> list[Seed]:
         return []
     out: list[Seed] = []
     warnings.simplefilter("ignore", NonInteractiveExampleWarning)
-    for api_key, kind, versions in ks.ENDPOINT_MESSAGES:
+    walked = [*ks.ENDPOINT_MESSAGES, (32, "response", ks.kio_versions(32, "response"))]
+    for api_key, kind, versions in walked:
         for version in versions:
             cls = ks.kio_message_class(api_key, version, kind)
             assert cls is not None

@@ -43,6 +43,7 @@ LEGACY_SOURCE = "apache/kafka 3.9 c821449f"
 # --- plan encoding: the codes kproxy/protocol/plan.py reads -----------------------------
 sys.path.insert(0, str(REPO))
 from kproxy.protocol.plan_codes import (  # noqa: E402
+    K_CONFIG,
     K_ENDPOINT,
     K_INLINE,
     K_NODE_PARENT,
@@ -57,6 +58,8 @@ from kproxy.protocol.plan_codes import (  # noqa: E402
     OP_NSTRUCT,
     OP_STR,
     OP_STRUCT,
+    R_CONFIG_NAME,
+    R_CONFIG_VALUE,
     R_ERROR,
     R_HINT_LEADER_EPOCH,
     R_HINT_LEADER_ID,
@@ -69,6 +72,7 @@ from kproxy.protocol.plan_codes import (  # noqa: E402
     R_PARTITION,
     R_PORT,
     R_RACK,
+    R_SENSITIVE,
     R_TOPIC_ID,
     R_TOPIC_NAME,
 )
@@ -123,6 +127,7 @@ WALKED = {
     ("response", 78),  # ShareFetch (KIP-932)
     ("response", 79),  # ShareAcknowledge (KIP-932)
     ("response", 82),  # UpdateRaftVoter
+    ("response", 32),  # DescribeConfigs: config values that name addresses (CONFIG_ENTRIES)
     ("request", 4),  # LeaderAndIsr (3.9 only)
     ("request", 6),  # UpdateMetadata (3.9 only)
     ("request", 53),  # BeginQuorumEpoch LeaderEndpoints
@@ -306,6 +311,13 @@ def is_endpoint(node: Node) -> bool:
     )
 
 
+# Messages whose (Name, Value) structs are configuration entries: a broker's
+# `listeners`, `advertised.listeners` or `controller.quorum.voters` is a host:port in a
+# string, which no Host/Port rule sees (kproxy/protocol/config_addresses.py decides
+# which values are redacted).
+CONFIG_ENTRIES = {"DescribeConfigsResponse"}
+
+
 @dataclass
 class Roles:
     kind: int = 0
@@ -355,6 +367,17 @@ def assign_roles(
                     break
             desc = ",".join(f"{f.name}:{f.type}" for f in fields if id(f) in r.by_field)
             rules.append((path, desc))
+        if (
+            msg.name in CONFIG_ENTRIES
+            and "Name" in names
+            and "Value" in names
+            and names["Name"].type == names["Value"].type == "string"
+        ):
+            r.kind |= K_CONFIG
+            r.by_field[id(names["Name"])] = R_CONFIG_NAME
+            r.by_field[id(names["Value"])] = R_CONFIG_VALUE
+            if "IsSensitive" in names and names["IsSensitive"].type == "bool":
+                r.by_field[id(names["IsSensitive"])] = R_SENSITIVE
         if partition:
             r.kind |= K_PARTITION
             for f in fields:

@@ -107,7 +107,19 @@ class LeaderObservation(NamedTuple):
     hint: bool
 
 
+class ConfigEntry(NamedTuple):
+    """A configuration entry (DescribeConfigs): its name, and where its value is."""
+
+    name: str
+    value: str | None
+    value_start: int  # the value's length prefix
+    value_end: int
+    compact: bool
+    sensitive_pos: int | None  # its IsSensitive flag (synonyms have none)
+
+
 class WalkResult(NamedTuple):
     endpoints: list[Endpoint]
     leaders: list[LeaderObservation]
     end: int  # offset just after the message
+    configs: list[ConfigEntry]

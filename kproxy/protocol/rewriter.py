@@ -31,7 +31,7 @@ from kproxy.protocol.primitives import (
     encode_uvarint,
 )
 from kproxy.protocol.splice import Edit, delta_within, splice
-from kproxy.protocol.walker import ArraySpan, Endpoint, TaggedSpan
+from kproxy.protocol.walker import ArraySpan, ConfigEntry, Endpoint, TaggedSpan
 
 COORDINATOR_NOT_AVAILABLE = 15
 
@@ -112,3 +112,25 @@ def rewrite(frame: memoryview, endpoints: list[Endpoint], mapping: Mapping) -> R
         edits.append((t.size_start, t.size_end, encode_uvarint(size)))
     chunks, size = splice(frame, edits)
     return RewriteResult(chunks, size, rewritten, removed)
+
+
+def redact_configs(
+    frame: memoryview, configs: list[ConfigEntry], redacted: Callable[[str], bool]
+) -> tuple[list[bytes | memoryview], int, int] | None:
+    """Null the values of the entries `redacted` names and mark them sensitive, as a
+    broker shows a password. Returns (chunks, new size, entries redacted), or None when
+    no entry needs it. Only string lengths change: configuration entries are never
+    tagged fields, so no enclosing size needs correcting."""
+    edits: list[Edit] = []
+    count = 0
+    for entry in configs:
+        if entry.value is None or not redacted(entry.name):
+            continue
+        count += 1
+        edits.append((entry.value_start, entry.value_end, encode_string(None, entry.compact)))
+        if entry.sensitive_pos is not None:
+            edits.append((entry.sensitive_pos, entry.sensitive_pos + 1, b"\x01"))
+    if not edits:
+        return None
+    chunks, size = splice(frame, edits)
+    return chunks, size, count

@@ -14,6 +14,7 @@ from typing import Any
 from kproxy.protocol.errors import MalformedMessage, UnsupportedVersion
 from kproxy.protocol.found import (
     ArraySpan,
+    ConfigEntry,
     Endpoint,
     LeaderObservation,
     TaggedSpan,
@@ -21,6 +22,7 @@ from kproxy.protocol.found import (
 )
 from kproxy.protocol.plan import Struct, plan_for
 from kproxy.protocol.plan_codes import (
+    K_CONFIG,
     K_ENDPOINT,
     K_INLINE,
     K_PARTITION,
@@ -32,6 +34,8 @@ from kproxy.protocol.plan_codes import (
     OP_NSTRUCT,
     OP_STR,
     OP_STRUCT,
+    R_CONFIG_NAME,
+    R_CONFIG_VALUE,
     R_ERROR,
     R_HINT_LEADER_EPOCH,
     R_HINT_LEADER_ID,
@@ -43,6 +47,7 @@ from kproxy.protocol.plan_codes import (
     R_PARTITION,
     R_PORT,
     R_RACK,
+    R_SENSITIVE,
     R_TOPIC_ID,
     R_TOPIC_NAME,
 )
@@ -70,6 +75,7 @@ __all__ = [
     "MAX_RESPONSE_ENDPOINTS",
     "MAX_TAGGED_FIELDS",
     "ArraySpan",
+    "ConfigEntry",
     "Endpoint",
     "LeaderObservation",
     "TaggedSpan",
@@ -111,15 +117,16 @@ def walk(
         raise MalformedMessage(f"malformed api {api_key} v{version} message: {exc}") from exc
     if end > len(buf):
         raise MalformedMessage("message runs past the end of its frame")
-    return WalkResult(walker.endpoints, walker.leaders, end)
+    return WalkResult(walker.endpoints, walker.leaders, end, walker.configs)
 
 
 class _Walker:
-    __slots__ = ("buf", "endpoints", "leaders", "max_endpoints", "tagged")
+    __slots__ = ("buf", "configs", "endpoints", "leaders", "max_endpoints", "tagged")
 
     def __init__(self, buf: memoryview, max_endpoints: int) -> None:
         self.buf = buf
         self.max_endpoints = max_endpoints
+        self.configs: list[ConfigEntry] = []
         self.endpoints: list[Endpoint] = []
         self.leaders: list[LeaderObservation] = []
         self.tagged: list[TaggedSpan] = []
@@ -222,6 +229,18 @@ class _Walker:
                     tuple(self.tagged),
                 )
             )
+        if kind & K_CONFIG:
+            value = vals[R_CONFIG_VALUE]
+            self.configs.append(
+                ConfigEntry(
+                    vals[R_CONFIG_NAME] or "",
+                    value[0],
+                    value[1],
+                    value[2],
+                    value[3],
+                    vals.get(R_SENSITIVE),
+                )
+            )
         if kind & K_PARTITION:
             if R_LEADER_ID in vals or R_LEADER_EPOCH in vals:
                 leader_id = vals.get(R_LEADER_ID)
@@ -262,6 +281,10 @@ class _Walker:
             if role and vals is not None:
                 if role == R_PORT:
                     value = (_u16(buf, pos)[0] if arg == 2 else _i32(buf, pos)[0], pos, arg)
+                elif role == R_SENSITIVE:
+                    if pos >= end:
+                        raise MalformedMessage("truncated configuration entry")
+                    value = pos
                 elif arg == 4:
                     value = _i32(buf, pos)[0]
                 elif arg == 2:
@@ -282,7 +305,7 @@ class _Walker:
             compact = op == OP_CSTR
             if role and vals is not None:
                 s, _a, b = self._string(pos, end, compact)
-                vals[role] = (s, pos, b, compact) if role == R_HOST else s
+                vals[role] = (s, pos, b, compact) if role in (R_HOST, R_CONFIG_VALUE) else s
                 if role == R_HOST and s is None:
                     raise MalformedMessage("null host in an endpoint")
                 return b

@@ -71,5 +71,8 @@ class ProxyObserver:
     def api_versions_clamped(self, dropped: int, lowered: int) -> None:
         pass
 
+    def configs_redacted(self, api_key: int, count: int) -> None:
+        """Configuration values that named addresses, withheld from a client."""
+
     def cluster_reached(self) -> None:
         pass

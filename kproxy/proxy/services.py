@@ -92,5 +92,7 @@ class ConnectionServices:
                 obs.endpoints(key, seen.rewritten, seen.removed)
         for dropped, lowered in step.clamped:
             obs.api_versions_clamped(dropped, lowered)
+        for api_key, count in step.redacted:
+            obs.configs_redacted(api_key, count)
         for unmapped in step.unmapped:
             self.reports.unmapped(unmapped)

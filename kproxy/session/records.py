@@ -4,6 +4,19 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kproxy.protocol.frames import FrameMore, FrameStart
+
+# What the client's frame reader hands over: a whole request, or a large one's pieces.
+Frame = memoryview | FrameStart | FrameMore
+
+
+def frame_bytes(frame: Frame) -> int:
+    if type(frame) is FrameStart:
+        return len(frame.head)
+    if type(frame) is FrameMore:
+        return len(frame.data)
+    return len(frame)  # type: ignore[arg-type]
+
 
 class SessionLimits(NamedTuple):
     max_frame_bytes: int

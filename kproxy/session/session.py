@@ -25,13 +25,14 @@ from kproxy.protocol.apis import (
     WALKED_RESPONSES,
     header_versions,
 )
+from kproxy.protocol.config_addresses import names_an_address
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import RequestHeader, parse_request_header, parse_response_header
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.requests import produce_acks
-from kproxy.protocol.rewriter import rewrite
+from kproxy.protocol.rewriter import redact_configs, rewrite
 from kproxy.protocol.walker import (
     MAX_REQUEST_ENDPOINTS,
     MAX_RESPONSE_ENDPOINTS,
@@ -47,7 +48,7 @@ from kproxy.session.admission import (
     is_unknown_api_versions,
 )
 from kproxy.session.mapping import AddressMapping
-from kproxy.session.records import InFlight, SessionLimits
+from kproxy.session.records import Frame, InFlight, SessionLimits, frame_bytes
 from kproxy.session.steps import ClientStep, NodeLearned, ResponseSeen, SessionClose, UpstreamStep
 
 _pack_size = INT32.pack
@@ -58,15 +59,6 @@ _corr_id = INT32.unpack_from
 # (a client id is at most 32,767 bytes, a transactional id likewise).
 STREAM_REQUESTS_AFTER = 65536
 _NO_NODES: frozenset[int] = frozenset()
-Frame = memoryview | FrameStart | FrameMore
-
-
-def _frame_bytes(frame: Frame) -> int:
-    if type(frame) is FrameStart:
-        return len(frame.head)
-    if type(frame) is FrameMore:
-        return len(frame.data)
-    return len(frame)  # type: ignore[arg-type]
 
 
 class _Held(NamedTuple):
@@ -159,7 +151,7 @@ class ProxySession:
 
     def _wait(self, frames: list[Frame]) -> None:
         self._waiting.extend(frames)
-        self._waiting_bytes += sum(_frame_bytes(f) for f in frames)
+        self._waiting_bytes += sum(frame_bytes(f) for f in frames)
         self._waiting_requests += sum(type(f) is not FrameMore for f in frames)
         if self._waiting_bytes > self.limits.max_frame_bytes + STREAM_REQUESTS_AFTER:
             raise ProtocolError(
@@ -184,7 +176,7 @@ class ProxySession:
                 continue
             if len(self.inflight) >= limit:
                 self._waiting = frames[i:]
-                self._waiting_bytes = sum(_frame_bytes(f) for f in self._waiting)
+                self._waiting_bytes = sum(frame_bytes(f) for f in self._waiting)
                 self._waiting_requests = sum(type(f) is not FrameMore for f in self._waiting)
                 return
             if type(frame) is FrameStart:
@@ -346,7 +338,16 @@ class ProxySession:
             leaders = None if walked is None else walked.leaders
             nodes = _NO_NODES
             rewritten = removed = 0
-            if walked is not None and walked.endpoints:
+            if walked is not None and walked.configs:
+                redaction = redact_configs(frame, walked.configs, names_an_address)
+                if redaction is None:
+                    out.append(_pack_size(size))
+                    out.append(frame)
+                else:
+                    chunks, size, count = redaction
+                    out.extend(chunks)
+                    step.redacted.append((key, count))
+            elif walked is not None and walked.endpoints:
                 rw = rewrite(frame, walked.endpoints, self._client_view)
                 out.extend(rw.chunks)
                 size, rewritten, removed = rw.size, len(rw.rewritten), len(rw.removed)
@@ -383,7 +384,7 @@ class ProxySession:
             except ProtocolError as exc:  # a waiting request was bad: the client's fault
                 step.close = SessionClose("client", exc.reason, str(exc))
                 return
-            self._waiting_bytes = sum(_frame_bytes(f) for f in self._waiting)
+            self._waiting_bytes = sum(frame_bytes(f) for f in self._waiting)
         if self._paused_for_inflight and not self._waiting and len(self.inflight) < limit // 2 + 1:
             self._paused_for_inflight = False
             step.resume_reading = True

@@ -90,6 +90,7 @@ class UpstreamStep:
         "close",
         "learned",
         "nodes_needing_listeners",
+        "redacted",
         "requests",
         "responses",
         "resume_reading",
@@ -110,5 +111,6 @@ class UpstreamStep:
         self.learned: list[NodeLearned] = []
         self.unmapped: list[int] = []  # node ids whose endpoints were removed
         self.clamped: list[tuple[int, int]] = []  # ApiVersions: (dropped, lowered) keys
+        self.redacted: list[tuple[int, int]] = []  # (api key, config values) redacted
         self.resume_reading = False  # in-flight requests fell back: read the client again
         self.close: SessionClose | None = None

@@ -203,3 +203,28 @@ def test_java_and_confluent_clients_through_real_leader_changes(
     assert rows, out
     consumed = int(rows[-1].split(",")[4].strip())
     assert consumed >= total_expected, out
+
+
+def test_describe_configs_shows_no_broker_or_controller_address(
+    kafka: KafkaCluster, kproxy: KproxyProcess
+) -> None:
+    """A broker describes its listeners, advertised listeners and the controller quorum
+    to any client that asks: through kproxy those values are withheld (null, sensitive),
+    and nothing else in the answer names a broker's or controller's address."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": kproxy.bootstrap})
+    seen: dict[str, object] = {}
+    for node in (1, 2, 3):  # librdkafka takes one broker resource per call
+        resource = ConfigResource(ConfigResource.Type.BROKER, str(node))
+        for future in admin.describe_configs([resource]).values():
+            for name, entry in future.result(60).items():
+                seen[name] = entry
+    for name in ("listeners", "advertised.listeners", "controller.quorum.voters"):
+        if name in seen:
+            entry = seen[name]
+            assert entry.value is None and entry.is_sensitive, (name, entry.value)  # type: ignore[attr-defined]
+    assert "advertised.listeners" in seen
+    values = " ".join(str(getattr(e, "value", "")) for e in seen.values())
+    assert ".invalid" not in values and "127.0.0.1:" not in values, values[:2000]
+    assert kproxy.metric("kproxy_config_values_redacted_total", api="DescribeConfigs") > 0

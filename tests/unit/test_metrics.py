@@ -46,6 +46,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.connections_refused.labels("bootstrap", "connection_limit").inc()
     m.accept_errors.labels("fd_exhausted").inc()
     m.requests_held.labels("bootstrap").inc(3)
+    m.config_values_redacted.labels("DescribeConfigs").inc(2)
     m.upstream_connect_failures.labels("refused").inc()
     m.event_written("redirect")
     m.event_dropped(2)

@@ -160,94 +160,108 @@ S144: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (5, 0, (-1, S142), 'Topics'), ), Non
 S145: Plan = (((0, 6, 2, 'ErrorCode'), (0, 7, 4, 'Partition'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 8, 'EndOffset'), ), {}, 2, 'Topics[].Partitions[]')
 S146: Plan = (((2, 10, 0, 'Topic'), (6, 0, (-1, S145), 'Partitions'), ), {}, 16, 'Topics[]')
 S147: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (6, 0, (-1, S146), 'Topics'), ), {}, 16, '')
-S148: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 1, 'VoteGranted'), ), {}, 2, 'Topics[].Partitions[]')
-S149: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S148), 'Partitions'), ), {}, 16, 'Topics[]')
-S150: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S149), 'Topics'), ), {}, 16, '')
-S151: Plan = (((0, 1, 4, 'NodeId'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), ), {}, 1, 'NodeEndpoints[]')
-S152: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S149), 'Topics'), ), {0: (6, 0, (-1, S151), 'NodeEndpoints')}, 24, '')
-S153: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), ), None, 2, 'Topics[].Partitions[]')
-S154: Plan = (((1, 10, 0, 'TopicName'), (5, 0, (-1, S153), 'Partitions'), ), None, 16, 'Topics[]')
-S155: Plan = (((1, 0, 0, 'ClusterId'), (5, 0, (-1, S154), 'Topics'), ), None, 16, '')
-S156: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 0, 16, 'VoterDirectoryId'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), ), {}, 2, 'Topics[].Partitions[]')
-S157: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S156), 'Partitions'), ), {}, 16, 'Topics[]')
-S158: Plan = (((2, 4, 0, 'Name'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), ), {}, 1, 'LeaderEndpoints[]')
-S159: Plan = (((2, 0, 0, 'ClusterId'), (0, 0, 4, 'VoterId'), (6, 0, (-1, S157), 'Topics'), (6, 0, (-1, S158), 'LeaderEndpoints'), ), {}, 16, '')
-S160: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), ), None, 2, 'Topics[].Partitions[]')
-S161: Plan = (((1, 10, 0, 'TopicName'), (5, 0, (-1, S160), 'Partitions'), ), None, 16, 'Topics[]')
-S162: Plan = (((0, 0, 2, 'ErrorCode'), (5, 0, (-1, S161), 'Topics'), ), None, 16, '')
-S163: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), ), {}, 2, 'Topics[].Partitions[]')
-S164: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S163), 'Partitions'), ), {}, 16, 'Topics[]')
-S165: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S164), 'Topics'), ), {0: (6, 0, (-1, S151), 'NodeEndpoints')}, 24, '')
-S166: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (5, 0, (0, 4), 'PreferredSuccessors'), ), None, 2, 'Topics[].Partitions[]')
-S167: Plan = (((1, 10, 0, 'TopicName'), (5, 0, (-1, S166), 'Partitions'), ), None, 16, 'Topics[]')
-S168: Plan = (((1, 0, 0, 'ClusterId'), (5, 0, (-1, S167), 'Topics'), ), None, 16, '')
-S169: Plan = (((0, 0, 4, 'CandidateId'), (0, 0, 16, 'CandidateDirectoryId'), ), {}, 0, 'Topics[].Partitions[].PreferredCandidates[]')
-S170: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (6, 0, (-1, S169), 'PreferredCandidates'), ), {}, 2, 'Topics[].Partitions[]')
+S148: Plan = (((1, 14, 0, 'Name'), (1, 15, 0, 'Value'), (0, 0, 1, 'ReadOnly'), (0, 0, 1, 'IsDefault'), (0, 16, 1, 'IsSensitive'), ), None, 32, 'Results[].Configs[]')
+S149: Plan = (((0, 0, 2, 'ErrorCode'), (1, 0, 0, 'ErrorMessage'), (0, 0, 1, 'ResourceType'), (1, 0, 0, 'ResourceName'), (5, 0, (-1, S148), 'Configs'), ), None, 0, 'Results[]')
+S150: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (5, 0, (-1, S149), 'Results'), ), None, 0, '')
+S151: Plan = (((1, 14, 0, 'Name'), (1, 15, 0, 'Value'), (0, 0, 1, 'Source'), ), None, 32, 'Results[].Configs[].Synonyms[]')
+S152: Plan = (((1, 14, 0, 'Name'), (1, 15, 0, 'Value'), (0, 0, 1, 'ReadOnly'), (0, 0, 1, 'ConfigSource'), (0, 16, 1, 'IsSensitive'), (5, 0, (-1, S151), 'Synonyms'), ), None, 32, 'Results[].Configs[]')
+S153: Plan = (((0, 0, 2, 'ErrorCode'), (1, 0, 0, 'ErrorMessage'), (0, 0, 1, 'ResourceType'), (1, 0, 0, 'ResourceName'), (5, 0, (-1, S152), 'Configs'), ), None, 0, 'Results[]')
+S154: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (5, 0, (-1, S153), 'Results'), ), None, 0, '')
+S155: Plan = (((1, 14, 0, 'Name'), (1, 15, 0, 'Value'), (0, 0, 1, 'ReadOnly'), (0, 0, 1, 'ConfigSource'), (0, 16, 1, 'IsSensitive'), (5, 0, (-1, S151), 'Synonyms'), (0, 0, 1, 'ConfigType'), (1, 0, 0, 'Documentation'), ), None, 32, 'Results[].Configs[]')
+S156: Plan = (((0, 0, 2, 'ErrorCode'), (1, 0, 0, 'ErrorMessage'), (0, 0, 1, 'ResourceType'), (1, 0, 0, 'ResourceName'), (5, 0, (-1, S155), 'Configs'), ), None, 0, 'Results[]')
+S157: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (5, 0, (-1, S156), 'Results'), ), None, 0, '')
+S158: Plan = (((2, 14, 0, 'Name'), (2, 15, 0, 'Value'), (0, 0, 1, 'Source'), ), {}, 32, 'Results[].Configs[].Synonyms[]')
+S159: Plan = (((2, 14, 0, 'Name'), (2, 15, 0, 'Value'), (0, 0, 1, 'ReadOnly'), (0, 0, 1, 'ConfigSource'), (0, 16, 1, 'IsSensitive'), (6, 0, (-1, S158), 'Synonyms'), (0, 0, 1, 'ConfigType'), (2, 0, 0, 'Documentation'), ), {}, 32, 'Results[].Configs[]')
+S160: Plan = (((0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 1, 'ResourceType'), (2, 0, 0, 'ResourceName'), (6, 0, (-1, S159), 'Configs'), ), {}, 0, 'Results[]')
+S161: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (6, 0, (-1, S160), 'Results'), ), {}, 0, '')
+S162: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 1, 'VoteGranted'), ), {}, 2, 'Topics[].Partitions[]')
+S163: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S162), 'Partitions'), ), {}, 16, 'Topics[]')
+S164: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S163), 'Topics'), ), {}, 16, '')
+S165: Plan = (((0, 1, 4, 'NodeId'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), ), {}, 1, 'NodeEndpoints[]')
+S166: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S163), 'Topics'), ), {0: (6, 0, (-1, S165), 'NodeEndpoints')}, 24, '')
+S167: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), ), None, 2, 'Topics[].Partitions[]')
+S168: Plan = (((1, 10, 0, 'TopicName'), (5, 0, (-1, S167), 'Partitions'), ), None, 16, 'Topics[]')
+S169: Plan = (((1, 0, 0, 'ClusterId'), (5, 0, (-1, S168), 'Topics'), ), None, 16, '')
+S170: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 0, 16, 'VoterDirectoryId'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), ), {}, 2, 'Topics[].Partitions[]')
 S171: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S170), 'Partitions'), ), {}, 16, 'Topics[]')
-S172: Plan = (((2, 0, 0, 'ClusterId'), (6, 0, (-1, S171), 'Topics'), (6, 0, (-1, S158), 'LeaderEndpoints'), ), {}, 16, '')
-S173: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 8, 'LogEndOffset'), ), {}, 0, 'Topics[].Partitions[].CurrentVoters[]')
-S174: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 8, 'LogEndOffset'), ), {}, 0, 'Topics[].Partitions[].Observers[]')
-S175: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 8, 'HighWatermark'), (6, 0, (-1, S173), 'CurrentVoters'), (6, 0, (-1, S174), 'Observers'), ), {}, 2, 'Topics[].Partitions[]')
-S176: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S175), 'Partitions'), ), {}, 16, 'Topics[]')
-S177: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S176), 'Topics'), ), {}, 16, '')
-S178: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 8, 'LogEndOffset'), (0, 0, 8, 'LastFetchTimestamp'), (0, 0, 8, 'LastCaughtUpTimestamp'), ), {}, 0, 'Topics[].Partitions[].CurrentVoters[]')
-S179: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 8, 'LogEndOffset'), (0, 0, 8, 'LastFetchTimestamp'), (0, 0, 8, 'LastCaughtUpTimestamp'), ), {}, 0, 'Topics[].Partitions[].Observers[]')
-S180: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 8, 'HighWatermark'), (6, 0, (-1, S178), 'CurrentVoters'), (6, 0, (-1, S179), 'Observers'), ), {}, 2, 'Topics[].Partitions[]')
-S181: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S180), 'Partitions'), ), {}, 16, 'Topics[]')
-S182: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S181), 'Topics'), ), {}, 16, '')
-S183: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 16, 'ReplicaDirectoryId'), (0, 0, 8, 'LogEndOffset'), (0, 0, 8, 'LastFetchTimestamp'), (0, 0, 8, 'LastCaughtUpTimestamp'), ), {}, 0, 'Topics[].Partitions[].CurrentVoters[]')
-S184: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 16, 'ReplicaDirectoryId'), (0, 0, 8, 'LogEndOffset'), (0, 0, 8, 'LastFetchTimestamp'), (0, 0, 8, 'LastCaughtUpTimestamp'), ), {}, 0, 'Topics[].Partitions[].Observers[]')
-S185: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 8, 'HighWatermark'), (6, 0, (-1, S183), 'CurrentVoters'), (6, 0, (-1, S184), 'Observers'), ), {}, 2, 'Topics[].Partitions[]')
-S186: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S185), 'Partitions'), ), {}, 16, 'Topics[]')
-S187: Plan = (((2, 4, 0, 'Name'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), ), {}, 1, 'Nodes[].Listeners[]')
-S188: Plan = (((0, 1, 4, 'NodeId'), (6, 0, (-1, S187), 'Listeners'), ), {}, 8, 'Nodes[]')
-S189: Plan = (((0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (6, 0, (-1, S186), 'Topics'), (6, 0, (-1, S188), 'Nodes'), ), {}, 16, '')
-S190: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (6, 0, (0, 4), 'Isr'), (0, 0, 4, 'PartitionEpoch'), ), {}, 2, 'Topics[].Partitions[]')
-S191: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S190), 'Partitions'), ), {}, 16, 'Topics[]')
-S192: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S191), 'Topics'), ), {}, 16, '')
-S193: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (6, 0, (0, 4), 'Isr'), (0, 0, 1, 'LeaderRecoveryState'), (0, 0, 4, 'PartitionEpoch'), ), {}, 2, 'Topics[].Partitions[]')
-S194: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S193), 'Partitions'), ), {}, 16, 'Topics[]')
-S195: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S194), 'Topics'), ), {}, 16, '')
-S196: Plan = (((0, 11, 16, 'TopicId'), (6, 0, (-1, S193), 'Partitions'), ), {}, 16, 'Topics[]')
-S197: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S196), 'Topics'), ), {}, 16, '')
-S198: Plan = (((0, 0, 8, 'EndOffset'), (0, 0, 4, 'Epoch'), ), {}, 0, 'Topics[].Partitions[].SnapshotId')
-S199: Plan = (((0, 12, 4, 'LeaderId'), (0, 13, 4, 'LeaderEpoch'), ), {}, 4, 'Topics[].Partitions[].CurrentLeader')
-S200: Plan = (((0, 7, 4, 'Index'), (0, 6, 2, 'ErrorCode'), (7, 0, S198, 'SnapshotId'), (0, 0, 8, 'Size'), (0, 0, 8, 'Position'), (4, 0, 0, 'UnalignedRecords'), ), {0: (7, 0, S199, 'CurrentLeader')}, 2, 'Topics[].Partitions[]')
-S201: Plan = (((2, 10, 0, 'Name'), (6, 0, (-1, S200), 'Partitions'), ), {}, 16, 'Topics[]')
-S202: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S201), 'Topics'), ), {}, 16, '')
-S203: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S201), 'Topics'), ), {0: (6, 0, (-1, S151), 'NodeEndpoints')}, 24, '')
-S204: Plan = (((0, 1, 4, 'BrokerId'), (2, 2, 0, 'Host'), (0, 3, 4, 'Port'), (2, 5, 0, 'Rack'), ), {}, 1, 'Brokers[]')
-S205: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (2, 0, 0, 'ClusterId'), (0, 1, 4, 'ControllerId'), (6, 0, (-1, S204), 'Brokers'), (0, 0, 4, 'ClusterAuthorizedOperations'), ), {}, 8, '')
-S206: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 1, 'EndpointType'), (2, 0, 0, 'ClusterId'), (0, 1, 4, 'ControllerId'), (6, 0, (-1, S204), 'Brokers'), (0, 0, 4, 'ClusterAuthorizedOperations'), ), {}, 8, '')
-S207: Plan = (((0, 1, 4, 'BrokerId'), (2, 2, 0, 'Host'), (0, 3, 4, 'Port'), (2, 5, 0, 'Rack'), (0, 0, 1, 'IsFenced'), ), {}, 1, 'Brokers[]')
-S208: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 1, 'EndpointType'), (2, 0, 0, 'ClusterId'), (0, 1, 4, 'ControllerId'), (6, 0, (-1, S207), 'Brokers'), (0, 0, 4, 'ClusterAuthorizedOperations'), ), {}, 8, '')
-S209: Plan = (((2, 4, 0, 'Name'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), (0, 0, 2, 'SecurityProtocol'), ), {}, 1, 'Listeners[]')
-S210: Plan = (((2, 0, 0, 'Name'), (0, 0, 2, 'MinSupportedVersion'), (0, 0, 2, 'MaxSupportedVersion'), ), {}, 0, 'Features[]')
-S211: Plan = (((0, 1, 4, 'BrokerId'), (2, 0, 0, 'ClusterId'), (0, 0, 16, 'IncarnationId'), (6, 0, (-1, S209), 'Listeners'), (6, 0, (-1, S210), 'Features'), (2, 0, 0, 'Rack'), ), {}, 8, '')
-S212: Plan = (((0, 1, 4, 'BrokerId'), (2, 0, 0, 'ClusterId'), (0, 0, 16, 'IncarnationId'), (6, 0, (-1, S209), 'Listeners'), (6, 0, (-1, S210), 'Features'), (2, 0, 0, 'Rack'), (0, 0, 1, 'IsMigratingZkBroker'), ), {}, 8, '')
-S213: Plan = (((0, 1, 4, 'BrokerId'), (2, 0, 0, 'ClusterId'), (0, 0, 16, 'IncarnationId'), (6, 0, (-1, S209), 'Listeners'), (6, 0, (-1, S210), 'Features'), (2, 0, 0, 'Rack'), (0, 0, 1, 'IsMigratingZkBroker'), (6, 0, (0, 16), 'LogDirs'), ), {}, 8, '')
-S214: Plan = (((0, 1, 4, 'BrokerId'), (2, 0, 0, 'ClusterId'), (0, 0, 16, 'IncarnationId'), (6, 0, (-1, S209), 'Listeners'), (6, 0, (-1, S210), 'Features'), (2, 0, 0, 'Rack'), (0, 0, 1, 'IsMigratingZkBroker'), (6, 0, (0, 16), 'LogDirs'), (0, 0, 8, 'PreviousBrokerEpoch'), ), {}, 8, '')
-S215: Plan = (((0, 1, 4, 'ControllerId'), (0, 0, 16, 'IncarnationId'), (0, 0, 1, 'ZkMigrationReady'), (6, 0, (-1, S209), 'Listeners'), (6, 0, (-1, S210), 'Features'), ), {}, 8, '')
-S216: Plan = (((0, 6, 2, 'ErrorCode'), (0, 7, 4, 'PartitionIndex'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (6, 0, (0, 4), 'ReplicaNodes'), (6, 0, (0, 4), 'IsrNodes'), (6, 0, (0, 4), 'EligibleLeaderReplicas'), (6, 0, (0, 4), 'LastKnownElr'), (6, 0, (0, 4), 'OfflineReplicas'), ), {}, 2, 'Topics[].Partitions[]')
-S217: Plan = (((0, 0, 2, 'ErrorCode'), (2, 10, 0, 'Name'), (0, 11, 16, 'TopicId'), (0, 0, 1, 'IsInternal'), (6, 0, (-1, S216), 'Partitions'), (0, 0, 4, 'TopicAuthorizedOperations'), ), {}, 16, 'Topics[]')
-S218: Plan = (((2, 0, 0, 'TopicName'), (0, 0, 4, 'PartitionIndex'), ), {}, 0, 'NextCursor')
-S219: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (6, 0, (-1, S217), 'Topics'), (8, 0, S218, 'NextCursor'), ), {}, 16, '')
-S220: Plan = (((0, 0, 8, 'FirstOffset'), (0, 0, 8, 'LastOffset'), (0, 0, 2, 'DeliveryCount'), ), {}, 0, 'Responses[].Partitions[].AcquiredRecords[]')
-S221: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 2, 'AcknowledgeErrorCode'), (2, 0, 0, 'AcknowledgeErrorMessage'), (7, 0, S42, 'CurrentLeader'), (4, 0, 0, 'Records'), (6, 0, (-1, S220), 'AcquiredRecords'), ), {}, 2, 'Responses[].Partitions[]')
-S222: Plan = (((0, 11, 16, 'TopicId'), (6, 0, (-1, S221), 'Partitions'), ), {}, 16, 'Responses[]')
-S223: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (6, 0, (-1, S222), 'Responses'), (6, 0, (-1, S21), 'NodeEndpoints'), ), {}, 24, '')
-S224: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 4, 'AcquisitionLockTimeoutMs'), (6, 0, (-1, S222), 'Responses'), (6, 0, (-1, S21), 'NodeEndpoints'), ), {}, 24, '')
-S225: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (7, 0, S42, 'CurrentLeader'), ), {}, 2, 'Responses[].Partitions[]')
-S226: Plan = (((0, 11, 16, 'TopicId'), (6, 0, (-1, S225), 'Partitions'), ), {}, 16, 'Responses[]')
-S227: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (6, 0, (-1, S226), 'Responses'), (6, 0, (-1, S21), 'NodeEndpoints'), ), {}, 24, '')
-S228: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 4, 'AcquisitionLockTimeoutMs'), (6, 0, (-1, S226), 'Responses'), (6, 0, (-1, S21), 'NodeEndpoints'), ), {}, 24, '')
-S229: Plan = (((2, 4, 0, 'Name'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), ), {}, 1, 'Listeners[]')
-S230: Plan = (((2, 0, 0, 'ClusterId'), (0, 0, 4, 'TimeoutMs'), (0, 1, 4, 'VoterId'), (0, 0, 16, 'VoterDirectoryId'), (6, 0, (-1, S229), 'Listeners'), ), {}, 8, '')
-S231: Plan = (((2, 0, 0, 'ClusterId'), (0, 0, 4, 'TimeoutMs'), (0, 1, 4, 'VoterId'), (0, 0, 16, 'VoterDirectoryId'), (6, 0, (-1, S229), 'Listeners'), (0, 0, 1, 'AckWhenCommitted'), ), {}, 8, '')
-S232: Plan = (((0, 0, 2, 'MinSupportedVersion'), (0, 0, 2, 'MaxSupportedVersion'), ), {}, 0, 'KRaftVersionFeature')
-S233: Plan = (((2, 0, 0, 'ClusterId'), (0, 0, 4, 'CurrentLeaderEpoch'), (0, 1, 4, 'VoterId'), (0, 0, 16, 'VoterDirectoryId'), (6, 0, (-1, S229), 'Listeners'), (7, 0, S232, 'KRaftVersionFeature'), ), {}, 8, '')
-S234: Plan = (((0, 1, 4, 'LeaderId'), (0, 0, 4, 'LeaderEpoch'), (2, 2, 0, 'Host'), (0, 3, 4, 'Port'), ), {}, 1, 'CurrentLeader')
-S235: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), ), {0: (7, 0, S234, 'CurrentLeader')}, 8, '')
+S172: Plan = (((2, 4, 0, 'Name'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), ), {}, 1, 'LeaderEndpoints[]')
+S173: Plan = (((2, 0, 0, 'ClusterId'), (0, 0, 4, 'VoterId'), (6, 0, (-1, S171), 'Topics'), (6, 0, (-1, S172), 'LeaderEndpoints'), ), {}, 16, '')
+S174: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), ), None, 2, 'Topics[].Partitions[]')
+S175: Plan = (((1, 10, 0, 'TopicName'), (5, 0, (-1, S174), 'Partitions'), ), None, 16, 'Topics[]')
+S176: Plan = (((0, 0, 2, 'ErrorCode'), (5, 0, (-1, S175), 'Topics'), ), None, 16, '')
+S177: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), ), {}, 2, 'Topics[].Partitions[]')
+S178: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S177), 'Partitions'), ), {}, 16, 'Topics[]')
+S179: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S178), 'Topics'), ), {0: (6, 0, (-1, S165), 'NodeEndpoints')}, 24, '')
+S180: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (5, 0, (0, 4), 'PreferredSuccessors'), ), None, 2, 'Topics[].Partitions[]')
+S181: Plan = (((1, 10, 0, 'TopicName'), (5, 0, (-1, S180), 'Partitions'), ), None, 16, 'Topics[]')
+S182: Plan = (((1, 0, 0, 'ClusterId'), (5, 0, (-1, S181), 'Topics'), ), None, 16, '')
+S183: Plan = (((0, 0, 4, 'CandidateId'), (0, 0, 16, 'CandidateDirectoryId'), ), {}, 0, 'Topics[].Partitions[].PreferredCandidates[]')
+S184: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (6, 0, (-1, S183), 'PreferredCandidates'), ), {}, 2, 'Topics[].Partitions[]')
+S185: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S184), 'Partitions'), ), {}, 16, 'Topics[]')
+S186: Plan = (((2, 0, 0, 'ClusterId'), (6, 0, (-1, S185), 'Topics'), (6, 0, (-1, S172), 'LeaderEndpoints'), ), {}, 16, '')
+S187: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 8, 'LogEndOffset'), ), {}, 0, 'Topics[].Partitions[].CurrentVoters[]')
+S188: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 8, 'LogEndOffset'), ), {}, 0, 'Topics[].Partitions[].Observers[]')
+S189: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 8, 'HighWatermark'), (6, 0, (-1, S187), 'CurrentVoters'), (6, 0, (-1, S188), 'Observers'), ), {}, 2, 'Topics[].Partitions[]')
+S190: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S189), 'Partitions'), ), {}, 16, 'Topics[]')
+S191: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S190), 'Topics'), ), {}, 16, '')
+S192: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 8, 'LogEndOffset'), (0, 0, 8, 'LastFetchTimestamp'), (0, 0, 8, 'LastCaughtUpTimestamp'), ), {}, 0, 'Topics[].Partitions[].CurrentVoters[]')
+S193: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 8, 'LogEndOffset'), (0, 0, 8, 'LastFetchTimestamp'), (0, 0, 8, 'LastCaughtUpTimestamp'), ), {}, 0, 'Topics[].Partitions[].Observers[]')
+S194: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 8, 'HighWatermark'), (6, 0, (-1, S192), 'CurrentVoters'), (6, 0, (-1, S193), 'Observers'), ), {}, 2, 'Topics[].Partitions[]')
+S195: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S194), 'Partitions'), ), {}, 16, 'Topics[]')
+S196: Plan = (((0, 0, 2, 'ErrorCode'), (6, 0, (-1, S195), 'Topics'), ), {}, 16, '')
+S197: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 16, 'ReplicaDirectoryId'), (0, 0, 8, 'LogEndOffset'), (0, 0, 8, 'LastFetchTimestamp'), (0, 0, 8, 'LastCaughtUpTimestamp'), ), {}, 0, 'Topics[].Partitions[].CurrentVoters[]')
+S198: Plan = (((0, 0, 4, 'ReplicaId'), (0, 0, 16, 'ReplicaDirectoryId'), (0, 0, 8, 'LogEndOffset'), (0, 0, 8, 'LastFetchTimestamp'), (0, 0, 8, 'LastCaughtUpTimestamp'), ), {}, 0, 'Topics[].Partitions[].Observers[]')
+S199: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (0, 0, 8, 'HighWatermark'), (6, 0, (-1, S197), 'CurrentVoters'), (6, 0, (-1, S198), 'Observers'), ), {}, 2, 'Topics[].Partitions[]')
+S200: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S199), 'Partitions'), ), {}, 16, 'Topics[]')
+S201: Plan = (((2, 4, 0, 'Name'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), ), {}, 1, 'Nodes[].Listeners[]')
+S202: Plan = (((0, 1, 4, 'NodeId'), (6, 0, (-1, S201), 'Listeners'), ), {}, 8, 'Nodes[]')
+S203: Plan = (((0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (6, 0, (-1, S200), 'Topics'), (6, 0, (-1, S202), 'Nodes'), ), {}, 16, '')
+S204: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (6, 0, (0, 4), 'Isr'), (0, 0, 4, 'PartitionEpoch'), ), {}, 2, 'Topics[].Partitions[]')
+S205: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S204), 'Partitions'), ), {}, 16, 'Topics[]')
+S206: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S205), 'Topics'), ), {}, 16, '')
+S207: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (6, 0, (0, 4), 'Isr'), (0, 0, 1, 'LeaderRecoveryState'), (0, 0, 4, 'PartitionEpoch'), ), {}, 2, 'Topics[].Partitions[]')
+S208: Plan = (((2, 10, 0, 'TopicName'), (6, 0, (-1, S207), 'Partitions'), ), {}, 16, 'Topics[]')
+S209: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S208), 'Topics'), ), {}, 16, '')
+S210: Plan = (((0, 11, 16, 'TopicId'), (6, 0, (-1, S207), 'Partitions'), ), {}, 16, 'Topics[]')
+S211: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S210), 'Topics'), ), {}, 16, '')
+S212: Plan = (((0, 0, 8, 'EndOffset'), (0, 0, 4, 'Epoch'), ), {}, 0, 'Topics[].Partitions[].SnapshotId')
+S213: Plan = (((0, 12, 4, 'LeaderId'), (0, 13, 4, 'LeaderEpoch'), ), {}, 4, 'Topics[].Partitions[].CurrentLeader')
+S214: Plan = (((0, 7, 4, 'Index'), (0, 6, 2, 'ErrorCode'), (7, 0, S212, 'SnapshotId'), (0, 0, 8, 'Size'), (0, 0, 8, 'Position'), (4, 0, 0, 'UnalignedRecords'), ), {0: (7, 0, S213, 'CurrentLeader')}, 2, 'Topics[].Partitions[]')
+S215: Plan = (((2, 10, 0, 'Name'), (6, 0, (-1, S214), 'Partitions'), ), {}, 16, 'Topics[]')
+S216: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S215), 'Topics'), ), {}, 16, '')
+S217: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (6, 0, (-1, S215), 'Topics'), ), {0: (6, 0, (-1, S165), 'NodeEndpoints')}, 24, '')
+S218: Plan = (((0, 1, 4, 'BrokerId'), (2, 2, 0, 'Host'), (0, 3, 4, 'Port'), (2, 5, 0, 'Rack'), ), {}, 1, 'Brokers[]')
+S219: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (2, 0, 0, 'ClusterId'), (0, 1, 4, 'ControllerId'), (6, 0, (-1, S218), 'Brokers'), (0, 0, 4, 'ClusterAuthorizedOperations'), ), {}, 8, '')
+S220: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 1, 'EndpointType'), (2, 0, 0, 'ClusterId'), (0, 1, 4, 'ControllerId'), (6, 0, (-1, S218), 'Brokers'), (0, 0, 4, 'ClusterAuthorizedOperations'), ), {}, 8, '')
+S221: Plan = (((0, 1, 4, 'BrokerId'), (2, 2, 0, 'Host'), (0, 3, 4, 'Port'), (2, 5, 0, 'Rack'), (0, 0, 1, 'IsFenced'), ), {}, 1, 'Brokers[]')
+S222: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 1, 'EndpointType'), (2, 0, 0, 'ClusterId'), (0, 1, 4, 'ControllerId'), (6, 0, (-1, S221), 'Brokers'), (0, 0, 4, 'ClusterAuthorizedOperations'), ), {}, 8, '')
+S223: Plan = (((2, 4, 0, 'Name'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), (0, 0, 2, 'SecurityProtocol'), ), {}, 1, 'Listeners[]')
+S224: Plan = (((2, 0, 0, 'Name'), (0, 0, 2, 'MinSupportedVersion'), (0, 0, 2, 'MaxSupportedVersion'), ), {}, 0, 'Features[]')
+S225: Plan = (((0, 1, 4, 'BrokerId'), (2, 0, 0, 'ClusterId'), (0, 0, 16, 'IncarnationId'), (6, 0, (-1, S223), 'Listeners'), (6, 0, (-1, S224), 'Features'), (2, 0, 0, 'Rack'), ), {}, 8, '')
+S226: Plan = (((0, 1, 4, 'BrokerId'), (2, 0, 0, 'ClusterId'), (0, 0, 16, 'IncarnationId'), (6, 0, (-1, S223), 'Listeners'), (6, 0, (-1, S224), 'Features'), (2, 0, 0, 'Rack'), (0, 0, 1, 'IsMigratingZkBroker'), ), {}, 8, '')
+S227: Plan = (((0, 1, 4, 'BrokerId'), (2, 0, 0, 'ClusterId'), (0, 0, 16, 'IncarnationId'), (6, 0, (-1, S223), 'Listeners'), (6, 0, (-1, S224), 'Features'), (2, 0, 0, 'Rack'), (0, 0, 1, 'IsMigratingZkBroker'), (6, 0, (0, 16), 'LogDirs'), ), {}, 8, '')
+S228: Plan = (((0, 1, 4, 'BrokerId'), (2, 0, 0, 'ClusterId'), (0, 0, 16, 'IncarnationId'), (6, 0, (-1, S223), 'Listeners'), (6, 0, (-1, S224), 'Features'), (2, 0, 0, 'Rack'), (0, 0, 1, 'IsMigratingZkBroker'), (6, 0, (0, 16), 'LogDirs'), (0, 0, 8, 'PreviousBrokerEpoch'), ), {}, 8, '')
+S229: Plan = (((0, 1, 4, 'ControllerId'), (0, 0, 16, 'IncarnationId'), (0, 0, 1, 'ZkMigrationReady'), (6, 0, (-1, S223), 'Listeners'), (6, 0, (-1, S224), 'Features'), ), {}, 8, '')
+S230: Plan = (((0, 6, 2, 'ErrorCode'), (0, 7, 4, 'PartitionIndex'), (0, 8, 4, 'LeaderId'), (0, 9, 4, 'LeaderEpoch'), (6, 0, (0, 4), 'ReplicaNodes'), (6, 0, (0, 4), 'IsrNodes'), (6, 0, (0, 4), 'EligibleLeaderReplicas'), (6, 0, (0, 4), 'LastKnownElr'), (6, 0, (0, 4), 'OfflineReplicas'), ), {}, 2, 'Topics[].Partitions[]')
+S231: Plan = (((0, 0, 2, 'ErrorCode'), (2, 10, 0, 'Name'), (0, 11, 16, 'TopicId'), (0, 0, 1, 'IsInternal'), (6, 0, (-1, S230), 'Partitions'), (0, 0, 4, 'TopicAuthorizedOperations'), ), {}, 16, 'Topics[]')
+S232: Plan = (((2, 0, 0, 'TopicName'), (0, 0, 4, 'PartitionIndex'), ), {}, 0, 'NextCursor')
+S233: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (6, 0, (-1, S231), 'Topics'), (8, 0, S232, 'NextCursor'), ), {}, 16, '')
+S234: Plan = (((0, 0, 8, 'FirstOffset'), (0, 0, 8, 'LastOffset'), (0, 0, 2, 'DeliveryCount'), ), {}, 0, 'Responses[].Partitions[].AcquiredRecords[]')
+S235: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 2, 'AcknowledgeErrorCode'), (2, 0, 0, 'AcknowledgeErrorMessage'), (7, 0, S42, 'CurrentLeader'), (4, 0, 0, 'Records'), (6, 0, (-1, S234), 'AcquiredRecords'), ), {}, 2, 'Responses[].Partitions[]')
+S236: Plan = (((0, 11, 16, 'TopicId'), (6, 0, (-1, S235), 'Partitions'), ), {}, 16, 'Responses[]')
+S237: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (6, 0, (-1, S236), 'Responses'), (6, 0, (-1, S21), 'NodeEndpoints'), ), {}, 24, '')
+S238: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 4, 'AcquisitionLockTimeoutMs'), (6, 0, (-1, S236), 'Responses'), (6, 0, (-1, S21), 'NodeEndpoints'), ), {}, 24, '')
+S239: Plan = (((0, 7, 4, 'PartitionIndex'), (0, 6, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (7, 0, S42, 'CurrentLeader'), ), {}, 2, 'Responses[].Partitions[]')
+S240: Plan = (((0, 11, 16, 'TopicId'), (6, 0, (-1, S239), 'Partitions'), ), {}, 16, 'Responses[]')
+S241: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (6, 0, (-1, S240), 'Responses'), (6, 0, (-1, S21), 'NodeEndpoints'), ), {}, 24, '')
+S242: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), (2, 0, 0, 'ErrorMessage'), (0, 0, 4, 'AcquisitionLockTimeoutMs'), (6, 0, (-1, S240), 'Responses'), (6, 0, (-1, S21), 'NodeEndpoints'), ), {}, 24, '')
+S243: Plan = (((2, 4, 0, 'Name'), (2, 2, 0, 'Host'), (0, 3, 2, 'Port'), ), {}, 1, 'Listeners[]')
+S244: Plan = (((2, 0, 0, 'ClusterId'), (0, 0, 4, 'TimeoutMs'), (0, 1, 4, 'VoterId'), (0, 0, 16, 'VoterDirectoryId'), (6, 0, (-1, S243), 'Listeners'), ), {}, 8, '')
+S245: Plan = (((2, 0, 0, 'ClusterId'), (0, 0, 4, 'TimeoutMs'), (0, 1, 4, 'VoterId'), (0, 0, 16, 'VoterDirectoryId'), (6, 0, (-1, S243), 'Listeners'), (0, 0, 1, 'AckWhenCommitted'), ), {}, 8, '')
+S246: Plan = (((0, 0, 2, 'MinSupportedVersion'), (0, 0, 2, 'MaxSupportedVersion'), ), {}, 0, 'KRaftVersionFeature')
+S247: Plan = (((2, 0, 0, 'ClusterId'), (0, 0, 4, 'CurrentLeaderEpoch'), (0, 1, 4, 'VoterId'), (0, 0, 16, 'VoterDirectoryId'), (6, 0, (-1, S243), 'Listeners'), (7, 0, S246, 'KRaftVersionFeature'), ), {}, 8, '')
+S248: Plan = (((0, 1, 4, 'LeaderId'), (0, 0, 4, 'LeaderEpoch'), (2, 2, 0, 'Host'), (0, 3, 4, 'Port'), ), {}, 1, 'CurrentLeader')
+S249: Plan = (((0, 0, 4, 'ThrottleTimeMs'), (0, 0, 2, 'ErrorCode'), ), {0: (7, 0, S248, 'CurrentLeader')}, 8, '')
 
 # (api key, is request, version) -> top-level struct plan
 PLANS: dict[tuple[int, bool, int], Plan] = {
@@ -339,46 +353,51 @@ PLANS: dict[tuple[int, bool, int], Plan] = {
     (23, False, 2): S144,
     (23, False, 3): S144,
     (23, False, 4): S147,
-    (52, False, 0): S150,
-    (52, False, 1): S152,
-    (52, False, 2): S152,
-    (53, True, 0): S155,
-    (53, True, 1): S159,
-    (53, False, 0): S162,
-    (53, False, 1): S165,
-    (54, True, 0): S168,
-    (54, True, 1): S172,
-    (54, False, 0): S162,
-    (54, False, 1): S165,
-    (55, False, 0): S177,
-    (55, False, 1): S182,
-    (55, False, 2): S189,
-    (56, False, 0): S192,
-    (56, False, 1): S195,
-    (56, False, 2): S197,
-    (56, False, 3): S197,
-    (59, False, 0): S202,
-    (59, False, 1): S203,
-    (60, False, 0): S205,
-    (60, False, 1): S206,
-    (60, False, 2): S208,
-    (62, True, 0): S211,
-    (62, True, 1): S212,
-    (62, True, 2): S213,
-    (62, True, 3): S214,
-    (62, True, 4): S214,
-    (70, True, 0): S215,
-    (75, False, 0): S219,
-    (78, False, 0): S223,
-    (78, False, 1): S224,
-    (78, False, 2): S224,
-    (79, False, 0): S227,
-    (79, False, 1): S227,
-    (79, False, 2): S228,
-    (80, True, 0): S230,
-    (80, True, 1): S231,
-    (82, True, 0): S233,
-    (82, False, 0): S235,
+    (32, False, 0): S150,
+    (32, False, 1): S154,
+    (32, False, 2): S154,
+    (32, False, 3): S157,
+    (32, False, 4): S161,
+    (52, False, 0): S164,
+    (52, False, 1): S166,
+    (52, False, 2): S166,
+    (53, True, 0): S169,
+    (53, True, 1): S173,
+    (53, False, 0): S176,
+    (53, False, 1): S179,
+    (54, True, 0): S182,
+    (54, True, 1): S186,
+    (54, False, 0): S176,
+    (54, False, 1): S179,
+    (55, False, 0): S191,
+    (55, False, 1): S196,
+    (55, False, 2): S203,
+    (56, False, 0): S206,
+    (56, False, 1): S209,
+    (56, False, 2): S211,
+    (56, False, 3): S211,
+    (59, False, 0): S216,
+    (59, False, 1): S217,
+    (60, False, 0): S219,
+    (60, False, 1): S220,
+    (60, False, 2): S222,
+    (62, True, 0): S225,
+    (62, True, 1): S226,
+    (62, True, 2): S227,
+    (62, True, 3): S228,
+    (62, True, 4): S228,
+    (70, True, 0): S229,
+    (75, False, 0): S233,
+    (78, False, 0): S237,
+    (78, False, 1): S238,
+    (78, False, 2): S238,
+    (79, False, 0): S241,
+    (79, False, 1): S241,
+    (79, False, 2): S242,
+    (80, True, 0): S244,
+    (80, True, 1): S245,
+    (82, True, 0): S247,
+    (82, False, 0): S249,
 }
 
 # Every broker endpoint in every message, as derived from the schemas:

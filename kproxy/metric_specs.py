@@ -1,0 +1,224 @@
+"""Every metric kproxy exports, declared once: name, kind, labels, help, buckets.
+
+Conventions (https://prometheus.io/docs/practices/naming/): a `kproxy_` prefix,
+`_total` on counters, base units (`_seconds`, `_bytes`) in the name. Labels are
+bounded: no client id and no partition ever becomes a label; a topic only does when
+the operator asks for it (`metrics.topic_labels: true`), on one metric.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+COUNTER, GAUGE, HISTOGRAM = "counter", "gauge", "histogram"
+
+# Kafka request latencies: from sub-millisecond metadata calls to Fetch long polls
+# (fetch.max.wait.ms, 500 ms by default) and acks=all produces under load.
+LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0
+)  # fmt: skip
+# From a redirect to the client's first success: KIP-951 aims at milliseconds, a
+# metadata refresh takes up to retry.backoff.ms plus a round trip, a stuck client minutes.
+RECOVERY_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0
+)  # fmt: skip
+
+BOOTSTRAP_NODE = "bootstrap"  # the from_node of a response that came through bootstrap
+WITH_ENDPOINT, WITHOUT_ENDPOINT = "with_endpoint", "without_endpoint"
+
+
+class MetricSpec(NamedTuple):
+    name: str  # as exposed (counters end in _total)
+    kind: str
+    labels: tuple[str, ...]
+    help: str
+    buckets: tuple[float, ...] = ()
+    topic_labels_only: bool = False  # registered only with metrics.topic_labels: true
+
+
+LEADER_CHANGES = MetricSpec(
+    "kproxy_leader_changes_total",
+    COUNTER,
+    ("source_api",),
+    "Partition leader moves (leader id or epoch moved to a newer state), each counted once, "
+    "by the API of the response that showed it first.",
+)
+LEADER_CHANGES_BY_TOPIC = MetricSpec(
+    "kproxy_leader_changes_by_topic_total",
+    COUNTER,
+    ("topic",),
+    "Partition leader moves by topic (only with metrics.topic_labels: true).",
+    topic_labels_only=True,
+)
+REDIRECTS = MetricSpec(
+    "kproxy_redirects_total",
+    COUNTER,
+    ("api", "from_node", "to_node"),
+    "Partition results with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH that named the new "
+    "leader (KIP-951 CurrentLeader), by the node that answered and the node it named.",
+)
+REDIRECTS_WITHOUT_LEADER = MetricSpec(
+    "kproxy_redirects_without_leader_total",
+    COUNTER,
+    ("api",),
+    "Partition results with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH that named no new "
+    "leader: the client must refresh its metadata.",
+)
+RECOVERIES = MetricSpec(
+    "kproxy_recoveries_total",
+    COUNTER,
+    ("path",),
+    "A client's first success on a partition after a redirect there, by whether the first "
+    "redirect carried the new leader's endpoint (with_endpoint) or not (without_endpoint).",
+)
+RECOVERY_SECONDS = MetricSpec(
+    "kproxy_recovery_seconds",
+    HISTOGRAM,
+    ("path",),
+    "Time from a client's first redirect on a partition to its first success there.",
+    RECOVERY_BUCKETS,
+)
+ENDPOINT_REWRITES = MetricSpec(
+    "kproxy_endpoint_rewrites_total",
+    COUNTER,
+    ("api",),
+    "Broker endpoints rewritten to kproxy addresses.",
+)
+ENDPOINTS_UNMAPPED = MetricSpec(
+    "kproxy_endpoints_unmapped_total",
+    COUNTER,
+    ("api",),
+    "Broker endpoints removed from messages because their node has no kproxy port.",
+)
+CONFIG_VALUES_REDACTED = MetricSpec(
+    "kproxy_config_values_redacted_total",
+    COUNTER,
+    ("api",),
+    "Configuration values that named broker or controller addresses (listeners, "
+    "advertised.listeners, controller.quorum.voters...), withheld from clients.",
+)
+NODES_DISCOVERED = MetricSpec(
+    "kproxy_nodes_discovered_total",
+    COUNTER,
+    (),
+    "Broker nodes learned, or whose advertised address changed.",
+)
+API_VERSIONS_CLAMPED = MetricSpec(
+    "kproxy_api_versions_clamped_total",
+    COUNTER,
+    (),
+    "ApiVersions responses changed to offer only what kproxy can walk.",
+)
+REQUEST_DURATION = MetricSpec(
+    "kproxy_request_duration_seconds",
+    HISTOGRAM,
+    ("api",),
+    "Request latency as the client sees it: from kproxy reading the request to writing "
+    "the response.",
+    LATENCY_BUCKETS,
+)
+UPSTREAM_DURATION = MetricSpec(
+    "kproxy_upstream_duration_seconds",
+    HISTOGRAM,
+    ("api",),
+    "The part of the request latency spent waiting for the broker.",
+    LATENCY_BUCKETS,
+)
+FRAMES = MetricSpec(
+    "kproxy_frames_total",
+    COUNTER,
+    ("api", "direction"),
+    "Kafka frames forwarded, by API and direction (request, response).",
+)
+BYTES = MetricSpec(
+    "kproxy_bytes_total",
+    COUNTER,
+    ("api", "direction"),
+    "Bytes of Kafka frames forwarded (without the 4-byte size prefix), by API and direction.",
+)
+CONNECTIONS_OPENED = MetricSpec(
+    "kproxy_connections_opened_total",
+    COUNTER,
+    ("listener",),
+    "Client connections accepted, by listener.",
+)
+CONNECTIONS_ACTIVE = MetricSpec(
+    "kproxy_connections_active",
+    GAUGE,
+    ("listener",),
+    "Client connections open now, by listener.",
+)
+CONNECTIONS_CLOSED = MetricSpec(
+    "kproxy_connections_closed_total",
+    COUNTER,
+    ("listener", "cause"),
+    "Client connections closed, by listener and cause.",
+)
+CONNECTIONS_REFUSED = MetricSpec(
+    "kproxy_connections_refused_total",
+    COUNTER,
+    ("listener", "reason"),
+    "Client connections accepted and closed at once: connection_limit, descriptor_limit, "
+    "client_ip_limit, shutting_down.",
+)
+ACCEPT_ERRORS = MetricSpec(
+    "kproxy_accept_errors_total",
+    COUNTER,
+    ("reason",),
+    "Connections the kernel could not give kproxy (fd_exhausted: EMFILE or ENFILE).",
+)
+REQUESTS_HELD = MetricSpec(
+    "kproxy_requests_held_total",
+    COUNTER,
+    ("listener",),
+    "Requests a client pipelined past limits.max_in_flight_requests, held until responses "
+    "freed a slot.",
+)
+FRAME_ERRORS = MetricSpec(
+    "kproxy_frame_errors_total",
+    COUNTER,
+    ("side", "reason"),
+    "Connections closed for a bad frame, by the side that sent it and the reason.",
+)
+UPSTREAM_CONNECT_FAILURES = MetricSpec(
+    "kproxy_upstream_connect_failures_total",
+    COUNTER,
+    ("reason",),
+    "Failed attempts to reach a broker.",
+)
+EVENTS_WRITTEN = MetricSpec(
+    "kproxy_events_written_total",
+    COUNTER,
+    ("type",),
+    "Event-log lines written, by event type.",
+)
+EVENTS_DROPPED = MetricSpec(
+    "kproxy_events_dropped_total",
+    COUNTER,
+    (),
+    "Events not written to the event log (queue full, or the file could not be written).",
+)
+CLUSTER_REACHED = MetricSpec(
+    "kproxy_cluster_reached",
+    GAUGE,
+    (),
+    "1 once kproxy has had an answer from the cluster, else 0.",
+)
+BUILD_INFO = MetricSpec(
+    "kproxy_build_info",
+    GAUGE,
+    ("version",),
+    "Always 1; the version label says which kproxy this is.",
+)
+
+# Every metric above, in the order declared: each is declared once, as a MetricSpec.
+METRICS: tuple[MetricSpec, ...] = tuple(
+    v for v in dict(globals()).values() if isinstance(v, MetricSpec)
+)
+
+
+def series_names(spec: MetricSpec) -> tuple[str, ...]:
+    """The sample names a metric appears under in the text exposition."""
+    if spec.kind == HISTOGRAM:
+        return (f"{spec.name}_bucket", f"{spec.name}_sum", f"{spec.name}_count")
+    return (spec.name,)
