@@ -325,6 +325,11 @@ class ProxySession:
         node_id = ep.node_id
         if node_id is None:
             return None
+        if node_id < 0 and not ep.host:
+            # No node and no address: an error answer (FindCoordinator with
+            # GROUP_AUTHORIZATION_FAILED, a coordinator not ready yet) passes as it is,
+            # so the client fails or retries exactly as it would directly.
+            return ep.host, ep.port
         return self.mapping.kproxy_address(node_id)
 
     def _release(self, step: UpstreamStep, now: float) -> None:
@@ -352,8 +357,9 @@ class ProxySession:
                 out.extend(rw.chunks)
                 size, rewritten, removed = rw.size, len(rw.rewritten), len(rw.removed)
                 for ep in rw.removed:
-                    if ep.node_id is not None and not mapping.is_mappable(ep.node_id):
-                        step.unmapped.append(ep.node_id)
+                    node_id = ep.node_id
+                    if node_id is not None and node_id >= 0 and not mapping.is_mappable(node_id):
+                        step.unmapped.append(node_id)
                 if leaders:
                     nodes = frozenset(e.node_id for e in walked.endpoints if e.node_id is not None)
             elif key == API_VERSIONS and (clamped := clamp_api_versions(frame, 4, req.version)):

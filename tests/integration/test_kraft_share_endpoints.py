@@ -406,6 +406,8 @@ def proxied_view(msg: Any, ports: dict[str, int]) -> Any:
     def new(ep: ExpectedEndpoint) -> tuple[str, int]:
         if mappable(ep.node_id):
             return LOOPBACK, ports[f"node-{ep.node_id}"]
+        if ep.node_id is not None and ep.node_id < 0 and ep.host == "":
+            return ep.host, ep.port  # no node, no address: an error answer, untouched
         return _UNMAPPED, 0
 
     return _settle(replace_endpoints(msg, new))

@@ -400,3 +400,26 @@ def test_malformed_response_closes_the_upstream_side() -> None:
     step = upstream(s, struct.pack(">i", 6) + struct.pack(">i", 1) + b"\x00\x00")
     assert step.close is not None and step.close.side == "upstream"
     assert step.to_client == []
+
+
+def test_an_error_answer_with_no_node_passes_untouched() -> None:
+    """GROUP_AUTHORIZATION_FAILED (or a coordinator not ready) names node -1 and no
+    address: the client gets it byte for byte, so it fails (or retries) as it would
+    directly; nothing is counted or logged as unmapped."""
+    s = session()
+    client(s, encode_request_frame(FindCoordinatorRequest(key="g", key_type=0), 3, "app"))
+    answer = encode_response_frame(
+        FindCoordinatorResponse(
+            throttle_time=ZERO,
+            error_code=ErrorCode.group_authorization_failed,
+            error_message="Not authorized",
+            node_id=-1,
+            host="",
+            port=-1,
+        ),
+        3,
+    )
+    step = upstream(s, answer)
+    assert joined(step.to_client) == answer
+    assert step.unmapped == [] and step.nodes_needing_listeners == []
+    assert (step.responses[0].rewritten, step.responses[0].removed) == (0, 0)
