@@ -82,10 +82,32 @@ def _cmd_version(args: argparse.Namespace) -> int:
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
     path = _resolve_config_path(args)
-    if _load(path) is None:
+    settings = _load(path)
+    if settings is None:
         return EXIT_USAGE
     print(f"config OK: {path}")
+    for line in port_map(settings):
+        print(line)
     return 0
+
+
+def port_map(settings: Settings) -> list[str]:
+    """The ports kproxy listens on, for a firewall or a Service (0: chosen by the OS)."""
+    lst = settings.listeners
+    lines = [f"  bootstrap  {lst.bind_host}:{lst.bootstrap_port or 'any'}"]
+    if lst.broker_port_base:
+        last = lst.broker_port_base + lst.max_node_id
+        lines.append(
+            f"  nodes      {lst.bind_host}:{lst.broker_port_base}-{last}"
+            f" (node N on {lst.broker_port_base} + N, N = 0..{lst.max_node_id})"
+        )
+    else:
+        lines.append(f"  nodes      {lst.bind_host}: a port the OS chooses per node")
+    for node_id, port in sorted(lst.node_port_overrides.items()):
+        lines.append(f"  node {node_id:<5} {lst.bind_host}:{port}")
+    if settings.admin.enabled:
+        lines.append(f"  admin      {settings.admin.bind_host}:{settings.admin.port or 'any'}")
+    return lines
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

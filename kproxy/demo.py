@@ -144,7 +144,12 @@ async def _demo(
         print(f"kproxy demo: {brokers}-broker cluster (advertised as broker-N.demo.invalid)")
         print(f"kproxy demo: bootstrap address {bootstrap}")
         if running.admin is not None:
-            print(f"kproxy demo: admin http://127.0.0.1:{running.admin.port}/metrics /topology")
+            admin = f"http://127.0.0.1:{running.admin.port}"
+            print(f"kproxy demo: admin {admin}/metrics {admin}/topology {admin}/readyz")
+        print(
+            f"kproxy demo: topic {TOPIC!r} ({PARTITIONS} partitions) is there; the demo "
+            "cluster (librdkafka's mock) serves no CreateTopics, so other topics cannot be made"
+        )
         print(f"kproxy demo: moving a partition leader every {leader_interval:g}s; Ctrl-C stops")
         stop = threading.Event()
         threads = [
@@ -202,7 +207,7 @@ def run_demo(duration: float | None, brokers: int, leader_interval: float) -> in
     logging.getLogger("kproxy").setLevel(logging.WARNING)
     with MockCluster(brokers=brokers) as cluster, tempfile.TemporaryDirectory() as events_dir:
         cluster.create_topic(TOPIC, PARTITIONS, min(3, brokers))
-        overrides = cluster.advertise_invalid_names("demo")
+        overrides = cluster.advertise_invalid_names("demo.invalid")
         settings = demo_settings(cluster.bootstraps, overrides, events_dir)
         return run_loop(
             settings,

@@ -14,10 +14,14 @@ from typing import Protocol, cast
 
 from kproxy.describe import describe
 from kproxy.hostport import HostPort, format_host_port
+from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.services import ConnectionServices
 from kproxy.session import ProxySession
 
 log = logging.getLogger("kproxy.connection")
+# A client retrying against a dead broker would write a warning per attempt: one per
+# address per 10 s, with the count of the others.
+_unreachable = RateLimitedLog(log)
 
 
 class ClientConnection(Protocol):
@@ -134,8 +138,12 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
             )
         except (TimeoutError, OSError) as exc:
             svc.observer.upstream_connect_failed(address, failure_reason(exc))
-            log.warning(
-                "upstream %s unreachable for client %s: %s", address, client.peer, describe(exc)
+            _unreachable.warning(
+                address,
+                "upstream %s unreachable for client %s: %s",
+                address,
+                client.peer,
+                describe(exc),
             )
             continue
         if client.closed:

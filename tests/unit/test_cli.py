@@ -89,7 +89,7 @@ def test_no_subcommand_is_usage_error() -> None:
 def test_check_config_ok(good_config: Path) -> None:
     result = kproxy_cmd("check-config", "--config", str(good_config))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"config OK: {good_config}\n"
+    assert result.stdout.splitlines()[0] == f"config OK: {good_config}"
     assert result.stderr == ""
 
 
@@ -97,7 +97,21 @@ def test_check_config_shipped_examples() -> None:
     for path in sorted((REPO / "config").glob("*.yaml")):
         result = kproxy_cmd("check-config", "--config", str(path))
         assert result.returncode == 0, result.stderr
-        assert result.stdout == f"config OK: {path}\n"
+        assert result.stdout.splitlines()[0] == f"config OK: {path}"
+
+
+def test_check_config_prints_the_port_map() -> None:
+    """What a firewall or a Service must open, from the gateway example."""
+    result = kproxy_cmd("check-config", "--config", str(REPO / "config" / "gateway.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [
+        "  bootstrap  0.0.0.0:9092",
+        "  nodes      0.0.0.0:9100-9110 (node N on 9100 + N, N = 0..10)",
+        "  node 1001  0.0.0.0:9201",
+        "  node 1002  0.0.0.0:9202",
+        "  node 1003  0.0.0.0:9203",
+        "  admin      127.0.0.1:9644",
+    ]
 
 
 def test_check_config_bad(bad_config: Path) -> None:
@@ -119,7 +133,7 @@ def test_check_config_missing_file(tmp_path: Path) -> None:
 def test_check_config_from_env(good_config: Path) -> None:
     result = kproxy_cmd("check-config", env={cli.CONFIG_ENV: str(good_config)})
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"config OK: {good_config}\n"
+    assert result.stdout.splitlines()[0] == f"config OK: {good_config}"
 
 
 def test_check_config_bad_from_env(bad_config: Path) -> None:
@@ -133,7 +147,7 @@ def test_check_config_option_wins_over_env(good_config: Path, bad_config: Path) 
         "check-config", "--config", str(good_config), env={cli.CONFIG_ENV: str(bad_config)}
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"config OK: {good_config}\n"
+    assert result.stdout.splitlines()[0] == f"config OK: {good_config}"
 
 
 def test_check_config_without_any_config() -> None:
