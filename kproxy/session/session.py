@@ -77,8 +77,6 @@ class ProxySession:
         "_held",
         "_paused_for_inflight",
         "_waiting",
-        "_waiting_bytes",
-        "_waiting_requests",
         "client_reader",
         "inflight",
         "limits",
@@ -104,15 +102,12 @@ class ProxySession:
         # Requests read while the in-flight limit was reached, in order (one read's worth:
         # the runtime stops reading the client meanwhile).
         self._waiting: list[Frame] = []
-        self._waiting_bytes = 0
-        self._waiting_requests = 0
 
     def close(self) -> None:
         """The connection is gone: forget every request and buffered byte."""
         self.inflight = CorrelationTable()
         self._held = []
         self._waiting = []
-        self._waiting_bytes = self._waiting_requests = 0
         self.client_reader = FrameReader(self.limits.max_frame_bytes)
         self.upstream_reader = FrameReader(self.limits.max_frame_bytes)
 
@@ -122,6 +117,14 @@ class ProxySession:
         return self.client_reader.passing
 
     @property
+    def waiting_bytes(self) -> int:
+        """Bytes of requests read past the in-flight limit, waiting for a slot."""
+        return sum(frame_bytes(f) for f in self._waiting)
+
+    def _waiting_requests(self) -> int:
+        return sum(type(f) is not FrameMore for f in self._waiting)
+
+    @property
     def client_bytes_pending(self) -> int:
         """Bytes of an incomplete request read so far (a close now truncates it)."""
         return self.client_reader.buffered
@@ -129,6 +132,7 @@ class ProxySession:
     # -- client -> upstream ------------------------------------------------------------------
     def client_bytes(self, data: bytes, now: float) -> ClientStep:
         step = ClientStep()
+        waited = self._waiting_requests() if self._waiting else 0
         try:
             frames = self.client_reader.feed_through(data)
             if self._waiting:
@@ -142,7 +146,8 @@ class ProxySession:
             step.to_client = []
             step.close = SessionClose("client", exc.reason, str(exc))
             return step
-        step.held = self._waiting_requests
+        if self._waiting:  # requests that began to wait in this step, each counted once
+            step.held = self._waiting_requests() - waited
         limit = self.limits.max_in_flight_requests
         if (len(self.inflight) >= limit or self._waiting) and not self._paused_for_inflight:
             self._paused_for_inflight = True
@@ -151,11 +156,10 @@ class ProxySession:
 
     def _wait(self, frames: list[Frame]) -> None:
         self._waiting.extend(frames)
-        self._waiting_bytes += sum(frame_bytes(f) for f in frames)
-        self._waiting_requests += sum(type(f) is not FrameMore for f in frames)
-        if self._waiting_bytes > self.limits.max_frame_bytes + STREAM_REQUESTS_AFTER:
+        waiting = self.waiting_bytes
+        if waiting > self.limits.max_frame_bytes + STREAM_REQUESTS_AFTER:
             raise ProtocolError(
-                f"{self._waiting_bytes} bytes of requests wait for an in-flight slot",
+                f"{waiting} bytes of requests wait for an in-flight slot",
                 reason="too_many_requests_waiting",
             )
 
@@ -176,8 +180,6 @@ class ProxySession:
                 continue
             if len(self.inflight) >= limit:
                 self._waiting = frames[i:]
-                self._waiting_bytes = sum(frame_bytes(f) for f in self._waiting)
-                self._waiting_requests = sum(type(f) is not FrameMore for f in self._waiting)
                 return
             if type(frame) is FrameStart:
                 # A large request on its way: unless kproxy must rewrite it, it is passed
@@ -209,7 +211,6 @@ class ProxySession:
                     continue
             out.append(_pack_size(len(frame)))
             out.append(frame)
-        self._waiting_requests = 0
 
     def _cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         return self.mapping.cluster_address(ep.host, ep.port)
@@ -343,15 +344,14 @@ class ProxySession:
             leaders = None if walked is None else walked.leaders
             nodes = _NO_NODES
             rewritten = removed = 0
-            if walked is not None and walked.configs:
-                redaction = redact_configs(frame, walked.configs, names_an_address)
-                if redaction is None:
-                    out.append(_pack_size(size))
-                    out.append(frame)
-                else:
-                    chunks, size, count = redaction
-                    out.extend(chunks)
-                    step.redacted.append((key, count))
+            if (
+                walked is not None
+                and walked.configs
+                and (redaction := redact_configs(frame, walked.configs, names_an_address))
+            ):
+                chunks, size, count = redaction
+                out.extend(chunks)
+                step.redacted.append((key, count))
             elif walked is not None and walked.endpoints:
                 rw = rewrite(frame, walked.endpoints, self._client_view)
                 out.extend(rw.chunks)
@@ -390,7 +390,6 @@ class ProxySession:
             except ProtocolError as exc:  # a waiting request was bad: the client's fault
                 step.close = SessionClose("client", exc.reason, str(exc))
                 return
-            self._waiting_bytes = sum(frame_bytes(f) for f in self._waiting)
         if self._paused_for_inflight and not self._waiting and len(self.inflight) < limit // 2 + 1:
             self._paused_for_inflight = False
             step.resume_reading = True

@@ -82,7 +82,7 @@ def test_random_traffic_from_both_sides(plan: list[tuple[str, int, int, bool]]) 
                 close = up.close
             assert len(s.inflight) <= MAX_IN_FLIGHT
             assert s.client_bytes_pending <= MAX_FRAME + 4
-            assert s._waiting_bytes <= MAX_FRAME + STREAM_REQUESTS_AFTER
+            assert s.waiting_bytes <= MAX_FRAME + STREAM_REQUESTS_AFTER
             if close is not None:
                 assert close.side in ("client", "upstream") and close.reason and close.message
                 s.close()
