@@ -61,8 +61,7 @@ class ClientConnection(asyncio.Protocol):
         transport = self.transport
         if step.to_client and transport is not None:
             transport.writelines(step.to_client)
-        for api_key, size in step.requests:
-            svc.observer.frame(api_key, "request", size)
+        svc.observe_requests(step.requests)
         if step.close is not None:
             svc.failed(self, step.close)
             return

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from kproxy.proxy.observer import ProxyObserver
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import ConnectionRegistry
 from kproxy.proxy.services import ConnectionServices
+from kproxy.proxy.upstream import FD_EXHAUSTED
 from kproxy.session import SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 
@@ -97,7 +97,7 @@ class Proxy:
 
         def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
             exc = context.get("exception")
-            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+            if isinstance(exc, OSError) and exc.errno in FD_EXHAUSTED:
                 self.observer.accept_error("fd_exhausted")
                 self._accept_errors.warning(
                     "accept",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
 from kproxy.proxy.listeners import ListenerSet
@@ -42,7 +41,6 @@ class ConnectionServices:
         self.refused_apis = refused_apis  # by this proxy's listeners (listeners.role)
         self.write_buffer_high = write_buffer_high
         self.connect_timeout = connect_timeout
-        self.refresh_metadata: Callable[[], Awaitable[bool]] = discovery.refresh
         self.held_log = RateLimitedLog(log)
 
     def requests_held(self, conn: Connection, count: int) -> None:
@@ -76,9 +74,16 @@ class ConnectionServices:
         )
         conn.close(why.cause)
 
+    def observe_requests(self, requests: list[tuple[int, int]]) -> None:
+        frame = self.observer.frame
+        for api_key, size in requests:
+            frame(api_key, "request", size)
+
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
-        """Hand what a step forwarded to the observer: after the write, never before."""
+        """Hand what a step forwarded to the observer: after the write, never before
+        (requests that waited for a slot and went out with it included)."""
         self.discovery.mark_reached()
+        self.observe_requests(step.requests)
         obs = self.observer
         for seen in step.responses:
             key = seen.api_key

@@ -41,14 +41,14 @@ class ClientConnection(Protocol):
     def close(self, cause: str) -> None: ...
 
 
-_FD_EXHAUSTED = (errno.EMFILE, errno.ENFILE)
+FD_EXHAUSTED = (errno.EMFILE, errno.ENFILE)  # descriptors ran out
 
 
 def failure_reason(exc: BaseException) -> str:
     """The bounded label of a failed dial, for kproxy_upstream_connect_failures_total."""
     if isinstance(exc, TimeoutError):
         return "timeout"
-    if isinstance(exc, OSError) and exc.errno in _FD_EXHAUSTED:
+    if isinstance(exc, OSError) and exc.errno in FD_EXHAUSTED:
         return "fd_exhausted"
     return "refused"
 
@@ -114,7 +114,7 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
     else:
         target = svc.addresses.node_dial_address(client.node_id)
         if target is None:
-            await svc.refresh_metadata()
+            await svc.discovery.refresh()
             target = svc.addresses.node_dial_address(client.node_id)
         if target is None:
             log.warning(

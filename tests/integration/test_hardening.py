@@ -202,6 +202,9 @@ def test_pipelined_requests_wait_for_in_flight_slots(cluster: MockCluster, tmp_p
                 cluster.set_rtt(-1, 0)
                 answered = [struct.unpack_from(">i", read_frame(s))[0] for _ in range(2000)]
             assert answered == list(range(1, 2001))
+            # Every request forwarded is counted, those that waited for a slot too.
+            sent = kp.metric("kproxy_frames_total", api="Metadata", direction="request")
+            assert sent >= 2000
         finally:
             cluster.set_rtt(-1, 0)
 
