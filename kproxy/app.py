@@ -57,7 +57,7 @@ class Stop:
 
 async def serve(
     settings: Settings,
-    stop: Stop | asyncio.Event,
+    stop: Stop,
     started: Callable[[Running], Awaitable[None]] | None = None,
 ) -> int:
     """Run the proxy until `stop` is set, then shut down gracefully.
@@ -90,9 +90,7 @@ async def serve(
             "(%.1fs at most; a second signal stops at once)",
             settings.shutdown.grace_seconds,
         )
-        await proxy.stop(
-            settings.shutdown.grace_seconds, stop.now if isinstance(stop, Stop) else None
-        )
+        await proxy.stop(settings.shutdown.grace_seconds, stop.now)
     finally:
         if admin is not None:
             await admin.stop()

@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 
 from kproxy.admin.server import AdminServer, start_admin
-from kproxy.app import serve
+from kproxy.app import Stop, serve
 from kproxy.config import Settings, parse_config
 from kproxy.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
@@ -245,7 +245,7 @@ def test_serve_runs_the_admin_server_and_writes_out_the_event_log(
     async def main() -> None:
         async with scripted_broker([(1, "127.0.0.1", 19092)]) as broker_port:
             settings = settings_for(tmp_path, broker_port)
-            stop = asyncio.Event()
+            stop = Stop()
             task = asyncio.create_task(serve(settings, stop))
 
             async def admin_logged() -> bool:
@@ -284,7 +284,7 @@ def test_admin_disabled_means_no_admin_server(
 ) -> None:
     async def main() -> None:
         settings = settings_for(tmp_path, unused_port(), admin={"enabled": False})
-        stop = asyncio.Event()
+        stop = Stop()
         task = asyncio.create_task(serve(settings, stop))
 
         async def started() -> bool:
