@@ -16,54 +16,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import socket
 import struct
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
-import yaml
-
 from kproxy.mockcluster import MockCluster
-from kproxy.protocol.primitives import encode_uvarint
+from tests.kproxy_process import KproxyProcess
+from tests.raw_kafka import add_raft_voter_of_size, broker_registration_of_size, request
 
 LOOPBACK = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
-
-
-def request(api_key: int, version: int, body: bytes) -> bytes:
-    cid = b"attack"
-    payload = struct.pack(">hhih", api_key, version, 1, len(cid)) + cid + body
-    return struct.pack(">i", len(payload)) + payload
-
-
-def broker_registration(size: int) -> bytes:
-    entry = struct.pack(">h", 1) + b"L" + struct.pack(">h", 1) + b"h" + struct.pack(">H", 1)
-    count = size // len(entry)
-    return request(
-        62, 0, struct.pack(">ih", 1, 0) + bytes(16) + struct.pack(">i", count) + entry * count
-    )
-
-
-def add_raft_voter(size: int) -> bytes:
-    """AddRaftVoter v0 (flexible): ClusterId, TimeoutMs, VoterId, VoterDirectoryId, Listeners."""
-    entry = b"\x02L" + b"\x02h" + struct.pack(">H", 1) + b"\x00"  # name, host, port, no tags
-    count = size // len(entry)
-    listeners = encode_uvarint(count + 1) + entry * count
-    body = b"\x00" + struct.pack(">ii", 1000, 4) + bytes(16) + listeners + b"\x00"
-    cid = b"attack"
-    payload = struct.pack(">hhih", 80, 0, 1, len(cid)) + cid + b"\x00" + body
-    return struct.pack(">i", len(payload)) + payload
 
 
 def produce(size: int) -> bytes:
@@ -72,18 +37,6 @@ def produce(size: int) -> bytes:
     body = struct.pack(">hhi", -1, 1, 1000) + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t"
     body += struct.pack(">ii", 1, 0) + struct.pack(">i", len(records)) + records
     return request(0, 3, body)
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def hwm_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 class LoopWatch(threading.Thread):
@@ -122,53 +75,37 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",")]
     with MockCluster(brokers=1) as mc, tempfile.TemporaryDirectory() as tmp:
-        port, admin = free_port(), free_port()
-        config = {
-            "cluster": {"bootstrap_servers": mc.bootstraps.split(",")},
-            "listeners": {"bootstrap_port": port, "broker_port_base": 0},
-            "limits": {"max_frame_bytes": 256 << 20},
-            "admin": {"port": admin},
-            "events": {"enabled": False},
-            "log": {"level": "WARNING"},
-        }
-        path = Path(tmp) / "kproxy.yaml"
-        path.write_text(yaml.safe_dump(config))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kproxy", "run", "--config", str(path)],
-            stderr=subprocess.DEVNULL,
+        kp = KproxyProcess(
+            Path(tmp),
+            mc.bootstraps.split(","),
+            limits={"max_frame_bytes": 256 << 20},
+            events={"enabled": False},
+            log={"level": "WARNING"},
         )
-        try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port)):
-                    break
-                time.sleep(0.05)
+        with kp:
             print("| frame | size | kproxy CPU s | peak RSS growth | longest /healthz |")
             print("|---|---|---|---|---|")
             for name, make in (
-                ("BrokerRegistration (refused)", broker_registration),
-                ("AddRaftVoter (walked to the cap)", add_raft_voter),
+                ("BrokerRegistration (refused)", broker_registration_of_size),
+                ("AddRaftVoter (walked to the cap)", add_raft_voter_of_size),
                 ("Produce (passed through)", produce),
             ):
                 for mib in sizes:
                     frame = make(mib << 20)
-                    Path(f"/proc/{proc.pid}/clear_refs").write_text("5")
-                    base_hwm, base_cpu = hwm_bytes(proc.pid), cpu_seconds(proc.pid)
-                    watch = LoopWatch(f"http://{LOOPBACK}:{admin}/healthz")
+                    Path(f"/proc/{kp.pid}/clear_refs").write_text("5")
+                    base_hwm, base_cpu = kp.rss_bytes("VmHWM"), kp.cpu_seconds()
+                    watch = LoopWatch(f"http://{LOOPBACK}:{kp.admin_port}/healthz")
                     watch.start()
-                    send(port, frame)
+                    send(kp.bootstrap_port, frame)
                     time.sleep(0.2)
                     watch.stop.set()
                     watch.join()
-                    grew = (hwm_bytes(proc.pid) - base_hwm) / (1 << 20)
-                    cpu = cpu_seconds(proc.pid) - base_cpu
+                    grew = (kp.rss_bytes("VmHWM") - base_hwm) / (1 << 20)
+                    cpu = kp.cpu_seconds() - base_cpu
                     print(
                         f"| {name} | {mib} MiB | {cpu:.2f} | {grew:.1f} MiB |"
                         f" {watch.longest * 1000:.0f} ms |"
                     )
-        finally:
-            proc.terminate()
-            proc.wait(30)
     return 0
 
 

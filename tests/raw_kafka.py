@@ -45,3 +45,34 @@ def closed_by_peer(sock: socket.socket, timeout: float = 10) -> bool:
         return True
     except TimeoutError:
         return False
+
+
+def broker_registration_of_size(size: int) -> bytes:
+    """BrokerRegistration v0 filled to about `size` bytes with 8-byte listener entries:
+    the controller-plane attack frame (hundreds of thousands of tiny listeners)."""
+    entry = struct.pack(">h", 1) + b"L" + struct.pack(">h", 1) + b"h" + struct.pack(">H", 1)
+    count = size // len(entry)
+    body = struct.pack(">ih", 1, 0) + bytes(16) + struct.pack(">i", count) + entry * count
+    return request(62, 0, body)
+
+
+def add_raft_voter_of_size(size: int) -> bytes:
+    """AddRaftVoter v0 (flexible, header v2) filled to about `size` bytes with tiny
+    listeners: served on client listeners, so gathered whole and walked."""
+    entry = b"\x02L" + b"\x02h" + struct.pack(">H", 1) + b"\x00"  # name, host, port, tags
+    count = size // len(entry)
+    listeners = _uvarint(count + 1) + entry * count
+    body = b"\x00" + struct.pack(">ii", 1000, 4) + bytes(16) + listeners + b"\x00"
+    cid = b"attack"
+    payload = struct.pack(">hhih", 80, 0, 1, len(cid)) + cid + b"\x00" + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _uvarint(value: int) -> bytes:
+    """Kafka's unsigned varint, written here rather than with kproxy's own encoder."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

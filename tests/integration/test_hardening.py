@@ -15,12 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from kproxy.protocol.primitives import encode_uvarint
 from tests.integration.test_bad_input import TLS_CLIENT_HELLO, HealthyProducer
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
-from tests.raw_kafka import closed_by_peer, metadata_v1, read_frame, request
+from tests.raw_kafka import (
+    add_raft_voter_of_size,
+    broker_registration_of_size,
+    closed_by_peer,
+    metadata_v1,
+    read_frame,
+    request,
+)
 
 pytestmark = pytest.mark.peers
 
@@ -93,11 +99,7 @@ def test_controller_plane_attack_frames_cost_next_to_nothing(
     """A BrokerRegistration of ~300,000 tiny listeners per 2 MiB used to cost +88 MB and
     freeze every client for 9.5 s; now it is refused from its first bytes."""
     kp, healthy = guarded
-    # BrokerId, ClusterId, IncarnationId, then ~8-byte listener entries to fill the frame.
-    entry = struct.pack(">h", 1) + b"L" + struct.pack(">h", 1) + b"h" + struct.pack(">H", 1)
-    count = (mib << 20) // len(entry)
-    body = struct.pack(">ih", 1, 0) + bytes(16) + struct.pack(">i", count) + entry * count
-    frame = request(62, 0, body)
+    frame = broker_registration_of_size(mib << 20)
     cpu, rss = kp.cpu_seconds(), kp.rss_bytes()
     refused = kp.metric("kproxy_frame_errors_total", reason="api_not_allowed")
     with socket.create_connection(("127.0.0.1", kp.bootstrap_port)) as s:
@@ -123,13 +125,7 @@ def test_walker_caps_bound_what_a_walked_request_costs(
     """AddRaftVoter is served on client listeners (admin clients send it), so it is
     gathered and walked: the walk stops at the endpoint cap (1,024 listeners)."""
     kp, healthy = guarded
-    entry = b"\x02L" + b"\x02h" + struct.pack(">H", 1) + b"\x00"  # name, host, port, tags
-    count = (mib << 20) // len(entry)
-    listeners = encode_uvarint(count + 1) + entry * count
-    body = b"\x00" + struct.pack(">ii", 1000, 4) + bytes(16) + listeners + b"\x00"
-    cid = b"attack"
-    payload = struct.pack(">hhih", 80, 0, 1, len(cid)) + cid + b"\x00" + body
-    frame = struct.pack(">i", len(payload)) + payload
+    frame = add_raft_voter_of_size(mib << 20)
     cpu, peak = kp.cpu_seconds(), kp.rss_bytes("VmHWM")
     capped = kp.metric("kproxy_frame_errors_total", reason="too_many_endpoints")
     with socket.create_connection(("127.0.0.1", kp.bootstrap_port)) as s:
