@@ -68,7 +68,11 @@ class Relay(threading.Thread):
             except OSError:
                 return
             self.accepted += 1
-            upstream = socket.create_connection(self.target)
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:  # the broker is gone (the test is tearing down): drop this one
+                client.close()
+                continue
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
