@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kproxy.admin.server import AdminServer
 from kproxy.describe import describe
+from kproxy.hostport import format_host_port, is_wildcard
 from kproxy.observability import Observability
 from kproxy.proxy.allocator import retain_freed_memory
 from kproxy.proxy.loop import new_event_loop
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from kproxy.config import Settings
 
 log = logging.getLogger("kproxy")
+
+_EVENTS_FLUSH_SECONDS = 5.0
 
 
 class Running(NamedTuple):
@@ -76,6 +79,7 @@ async def serve(
             await admin.start()
             log.info("kproxy admin at http://%s/metrics", admin.address)
         await proxy.start()
+        observer.start_events(_own_bootstrap(settings, proxy.bootstrap_port))
         log.info(
             "kproxy bootstrap at %s:%d -> %s",
             settings.listeners.advertised_host,
@@ -85,6 +89,10 @@ async def serve(
         if started is not None:
             await started(Running(proxy, observer, admin))
         await stop.wait()
+        if observer.publishes_through_proxy:
+            # The events producer reaches the cluster through this kproxy, whose listeners
+            # are about to close: publish what happened so far first.
+            await asyncio.to_thread(observer.flush_events, _EVENTS_FLUSH_SECONDS)
         log.info(
             "stopping: no new connections; each closes once its requests are answered "
             "(%.1fs at most; a second signal stops at once)",
@@ -97,6 +105,14 @@ async def serve(
         # Writing out the event log's queue blocks: not on the event loop.
         await asyncio.to_thread(observer.close)
     return 0
+
+
+def _own_bootstrap(settings: Settings, port: int) -> str:
+    """Where kproxy reaches its own bootstrap listener (for its events producer)."""
+    host = settings.listeners.bind_host
+    if is_wildcard(host):
+        host = "::1" if ":" in host else "127.0.0.1"
+    return format_host_port(host, port)
 
 
 def run_loop(settings: Settings, main: Callable[[Stop], Awaitable[int]]) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from kproxy import __version__
+from kproxy.analytics.arguments import DEFAULT_MASTER, add_analyze_arguments
 from kproxy.config import (
     LOG_LEVELS,
     ConfigError,
@@ -246,22 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_demo, parser=p)
 
     p = sub.add_parser(
-        "analyze", help="analyze kproxy event files with Spark (needs kproxy[analytics])"
+        "analyze",
+        help="analyze kproxy events (files or a Kafka topic) with Spark, in batch or "
+        "following them (needs kproxy[analytics])",
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="event files or directories")
-    p.add_argument(
-        "--out",
-        default="kproxy-analysis",
-        metavar="DIR",
-        help="output directory for the report (default: ./kproxy-analysis)",
-    )
-    p.add_argument(
-        "--master",
-        default="local[*]",
-        metavar="URL",
-        help="Spark master URL (default: local[*])",
-    )
-    p.add_argument("--spark-ui", action="store_true", help="enable the Spark web UI")
+    add_analyze_arguments(p, default_master=DEFAULT_MASTER)
     p.set_defaults(func=_cmd_analyze, parser=p)
 
     return parser

@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     Strict,
@@ -35,6 +32,8 @@ from pydantic import (
 )
 
 from kproxy.config_errors import FILE_PATH, ConfigError, describe_validation_error, key_segment
+from kproxy.config_events import EventSettings, KafkaSinkSettings
+from kproxy.config_section import Section
 from kproxy.config_types import (
     Bool,
     BrokerAddress,
@@ -45,7 +44,6 @@ from kproxy.config_types import (
     Seconds,
     Secret,
     fail,
-    non_empty_path,
     upper,
 )
 from kproxy.config_yaml import read_yaml
@@ -66,6 +64,7 @@ __all__ = [
     "ConfigError",
     "EventSettings",
     "HostPort",
+    "KafkaSinkSettings",
     "LimitSettings",
     "ListenerSettings",
     "LogSettings",
@@ -83,21 +82,6 @@ __all__ = [
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MIN_FRAME_BYTES: Final = 1024
 MAX_FRAME_BYTES: Final = 2**31 - 1
-
-
-class Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys_first(cls, data: Any) -> Any:
-        """An unknown key is named before any problem with a value."""
-        if isinstance(data, Mapping):
-            for key in data:
-                if not isinstance(key, str) or key not in cls.model_fields:
-                    allowed = ", ".join(cls.model_fields)
-                    raise fail(key_segment(key), f"unknown key (allowed: {allowed})")
-        return data
 
 
 class ClusterSettings(Section):
@@ -252,15 +236,6 @@ class AdminSettings(Section):
 
 class MetricsSettings(Section):
     topic_labels: Bool = Field(False, description="label per-topic metrics (cardinality!)")
-
-
-class EventSettings(Section):
-    enabled: Bool = True
-    dir: Annotated[Path, BeforeValidator(non_empty_path)] = Path("kproxy-events")
-    max_file_bytes: Annotated[int, Strict(), Field(ge=1)] = 67108864
-    rotate_seconds: PositiveSeconds = 3600.0
-    queue_size: Annotated[int, Strict(), Field(ge=1)] = 10000
-    request_sample_rate: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.01
 
 
 class ShutdownSettings(Section):

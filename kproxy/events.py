@@ -1,17 +1,17 @@
-"""The event log: JSON lines that `kproxy analyze` (and anyone with jq) reads.
+"""The event log: JSON events that `kproxy analyze` (and anyone with jq) reads.
 
-One JSON object per line, in UTF-8, each with
+One JSON object per event, in UTF-8, each with
 
     {"schema": 1, "type": "...", "ts": "2026-11-22T02:49:36.123456Z", "proxy": "host-123", ...}
 
-and the fields of its type (docs/events.md is the reference). Files live in one
-directory and are named `events-<UTC yyyymmddThhmmss>-<proxy>-<seq>.jsonl`, so the files
-of a whole fleet can be copied into one place and read together, and sort by time.
+and the fields of its type (docs/events.md is the reference). Where they go is a sink's
+concern: JSON-lines files in a directory (`kproxy.event_file`, the default) or a Kafka
+topic (`kproxy.event_kafka`), or both; every sink gets the same bytes.
 
 The event loop only puts a tuple on a bounded queue (`emit`); a background thread
-formats the lines, writes them in batches (one `write` per batch, whole lines only, so
-a reader never sees half a line unless the disk fills) and rotates files by size and
-by age. When the queue is full an event is dropped and counted, never waited for.
+formats each event once and hands batches to the sinks. When the queue is full an
+event is dropped and counted (for every sink, since none gets it), never waited for;
+a sink that cannot keep up or cannot write counts its own drops.
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from kproxy.describe import describe
+from kproxy.event_file import FileSink
+from kproxy.event_sink import EventRecord, EventSink, SinkReport
 
 SCHEMA_VERSION: Final = 1
 
@@ -79,14 +81,12 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 }
 COMMON_FIELDS: Final = ("schema", "type", "ts", "proxy")
 
-FILE_PREFIX: Final = "events-"
-FILE_SUFFIX: Final = ".jsonl"
-
 log = logging.getLogger("kproxy.events")
 
 _UNSAFE_IN_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
-_BATCH_MAX = 1024  # events formatted and written per write() call, at most
+_BATCH_MAX = 1024  # events formatted and handed to the sinks at once, at most
 _IDLE_WAKEUP_SECONDS = 1.0
+_CLOSE_SECONDS = 10.0  # a sink's flush at shutdown, at most
 
 
 def instance_id() -> str:
@@ -105,9 +105,19 @@ def format_ts(seconds: float) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def file_name(opened_at: float, instance: str, seq: int) -> str:
-    stamp = datetime.datetime.fromtimestamp(opened_at, datetime.UTC).strftime("%Y%m%dT%H%M%S")
-    return f"{FILE_PREFIX}{stamp}-{instance}-{seq:06d}{FILE_SUFFIX}"
+# Events about one partition: a Kafka sink keys them by it, so that one partition's
+# leadership history stays in order in one partition of the events topic.
+PARTITION_EVENTS: Final = frozenset((LEADER_CHANGE, REDIRECT, RECOVERY))
+
+
+def event_key(event_type: str, fields: dict[str, Any], instance: str) -> bytes:
+    """`topic-partition` (or `topic_id-partition`) for partition events, else the
+    proxy's instance id (its own events in order)."""
+    if event_type in PARTITION_EVENTS:
+        topic = fields.get("topic") or fields.get("topic_id")
+        if topic is not None and fields.get("partition") is not None:
+            return f"{topic}-{fields['partition']}".encode()
+    return instance.encode()
 
 
 # What the event loop puts on the queue: (type, wall-clock seconds, fields), or None to
@@ -116,45 +126,48 @@ _Item = tuple[str, float, dict[str, Any]] | None
 
 
 class EventLog:
-    """A bounded, non-blocking JSON-lines writer with size and time rotation."""
+    """A bounded, non-blocking event queue with a writer thread feeding the sinks."""
 
     def __init__(
         self,
-        directory: Path | str,
+        directory: Path | str | None = None,
         *,
+        sinks: Sequence[EventSink] = (),
         instance: str | None = None,
         max_file_bytes: int = 64 * 1024 * 1024,
         rotate_seconds: float = 3600.0,
         queue_size: int = 10000,
-        on_written: Callable[[str], None] | None = None,
-        on_dropped: Callable[[int], None] | None = None,
+        on_written: Callable[[str, str], None] | None = None,
+        on_dropped: Callable[[str, int], None] | None = None,
         clock: Callable[[], float] = time.time,
         autostart: bool = True,
     ) -> None:
-        if max_file_bytes < 1 or rotate_seconds <= 0 or queue_size < 1:
-            raise ValueError("max_file_bytes, rotate_seconds and queue_size must be positive")
-        self.directory = Path(directory)
+        """`directory`: a file sink there (`kproxy.event_file`), before any of `sinks`.
+        `on_written(sink, type)` and `on_dropped(sink, count)` feed the metrics."""
+        if queue_size < 1:
+            raise ValueError("queue_size must be positive")
         self.instance = safe_name(instance) if instance is not None else instance_id()
-        self.max_file_bytes = max_file_bytes
-        self.rotate_seconds = rotate_seconds
+        all_sinks: list[EventSink] = []
+        if directory is not None:
+            all_sinks.append(
+                FileSink(
+                    directory,
+                    self.instance,
+                    max_file_bytes=max_file_bytes,
+                    rotate_seconds=rotate_seconds,
+                    clock=clock,
+                )
+            )
+        all_sinks.extend(sinks)
+        if not all_sinks:
+            raise ValueError("an event log needs a directory or a sink")
+        self.sinks = all_sinks
+        self.reports = [SinkReport(s.name, on_written, on_dropped) for s in all_sinks]
         self._queue: queue.Queue[_Item] = queue.Queue(queue_size)
-        self._on_written = on_written
-        self._on_dropped = on_dropped
         self._clock = clock
-        self._lock = threading.Lock()  # guards the counters, read from other threads
-        self._written: dict[str, int] = {}
-        self._dropped = 0
         self._closed = False
         self._thread: threading.Thread | None = None
-        # Writer-thread state.
-        self._fd: int | None = None
-        self._file: Path | None = None
-        self._file_bytes = 0
-        self._file_opened_at = 0.0
-        self._seq = 0
-        self._write_error_logged = False
-        self.files: list[Path] = []  # every file this log has opened, oldest first
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self._opened = threading.Event()
         if autostart:
             self.start()
 
@@ -170,21 +183,37 @@ class EventLog:
         self._count_dropped(1)
         return False
 
+    def sink(self, name: str) -> EventSink | None:
+        return next((s for s in self.sinks if s.name == name), None)
+
+    def report(self, name: str) -> SinkReport | None:
+        return next((r for r in self.reports if r.name == name), None)
+
     @property
     def dropped(self) -> int:
-        with self._lock:
-            return self._dropped
+        """Events dropped, summed over the sinks."""
+        return sum(r.dropped_count for r in self.reports)
 
     @property
     def written(self) -> dict[str, int]:
-        """Lines written so far, by event type."""
-        with self._lock:
-            return dict(self._written)
+        """Events written so far, by event type, summed over the sinks."""
+        total: dict[str, int] = {}
+        for r in self.reports:
+            for t, n in r.written_counts.items():
+                total[t] = total.get(t, 0) + n
+        return total
+
+    @property
+    def files(self) -> list[Path]:
+        """Every file the file sink has opened, oldest first."""
+        sink = self.sink(FileSink.name)
+        return list(sink.files) if isinstance(sink, FileSink) else []
 
     @property
     def current_file(self) -> Path | None:
         """The file being written, None between files (closed by age, or not yet opened)."""
-        return self._file if self._fd is not None else None
+        sink = self.sink(FileSink.name)
+        return sink.current_file if isinstance(sink, FileSink) else None
 
     @property
     def queued(self) -> int:
@@ -196,7 +225,7 @@ class EventLog:
             self._thread.start()
 
     def close(self, timeout: float | None = 10.0) -> None:
-        """Write everything queued, close the file, stop the thread. Idempotent."""
+        """Write everything queued, close the sinks, stop the thread. Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -211,29 +240,39 @@ class EventLog:
             self._thread.join(timeout)
 
     def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until everything queued so far is written (tests, shutdown)."""
+        """Wait until everything queued so far has been handed to the sinks and has
+        landed there (tests, shutdown)."""
         deadline = time.monotonic() + timeout
         while self._queue.unfinished_tasks:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.005)
-        return True
+        if not self._opened.is_set():
+            return True
+        return all(s.flush(max(0.0, deadline - time.monotonic())) for s in self.sinks)
 
     # -- the writer thread ----------------------------------------------------------------------
     def _count_dropped(self, n: int) -> None:
-        with self._lock:
-            self._dropped += n
-        if self._on_dropped is not None:
-            self._on_dropped(n)
+        for r in self.reports:
+            r.dropped(n)
+
+    def _open_sinks(self) -> None:
+        for sink, report in zip(self.sinks, self.reports, strict=True):
+            try:
+                sink.open(report)
+            except Exception as exc:  # a sink that cannot open drops; the others write
+                log.error("event log: cannot open the %s sink: %s", sink.name, describe(exc))
+        self._opened.set()
 
     def _run(self) -> None:
+        self._open_sinks()
         q = self._queue
         stop = False
         while not stop:
             try:
-                first = q.get(timeout=self._idle_timeout())
+                first = q.get(timeout=_IDLE_WAKEUP_SECONDS)
             except queue.Empty:
-                self._close_if_expired()
+                self._tick()
                 continue
             batch = [first]
             while len(batch) < _BATCH_MAX:
@@ -245,13 +284,14 @@ class EventLog:
             stop = len(items) != len(batch)
             try:
                 self._write(items)
-            except Exception:  # the writer must outlive any one bad event
-                log.exception("event log: could not write %d event(s)", len(items))
-                self._count_dropped(len(items))
             finally:
                 for _ in batch:
                     q.task_done()
-        self._close_file()
+        for sink in self.sinks:
+            try:
+                sink.close(_CLOSE_SECONDS)
+            except Exception as exc:
+                log.warning("event log: closing the %s sink: %s", sink.name, describe(exc))
         # Anything queued after the stop marker (an emit racing close()) is counted.
         late = 0
         while True:
@@ -261,29 +301,19 @@ class EventLog:
                 break
             q.task_done()
             late += 1
-        if late:
-            self._count_dropped(late)
+        self._count_dropped(late)
 
-    def _idle_timeout(self) -> float:
-        if self._fd is None:
-            return _IDLE_WAKEUP_SECONDS
-        left = self._file_opened_at + self.rotate_seconds - self._clock()
-        return max(0.001, min(_IDLE_WAKEUP_SECONDS, left))
-
-    def _close_if_expired(self) -> None:
-        # A file past its age is closed even when idle, so that readers of the directory
-        # can treat every file but the newest as complete; the next one is opened by the
-        # next event.
-        if self._fd is not None and self._clock() - self._file_opened_at >= self.rotate_seconds:
-            self._close_file()
+    def _tick(self) -> None:
+        for sink in self.sinks:
+            try:
+                sink.tick()
+            except Exception as exc:
+                log.warning("event log: %s sink: %s", sink.name, describe(exc))
 
     def _write(self, items: list[tuple[str, float, dict[str, Any]]]) -> None:
-        chunk: list[bytes] = []
-        chunk_bytes = 0
-        chunk_types: list[str] = []
+        records: list[EventRecord] = []
         instance = self.instance
         dumps = json.dumps
-        now = self._clock()
         for event_type, at, fields in items:
             record: dict[str, Any] = {
                 "schema": SCHEMA_VERSION,
@@ -292,78 +322,18 @@ class EventLog:
                 "proxy": instance,
             }
             record.update(fields)
-            line = (dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-            if self._needs_new_file(now, chunk_bytes, len(line)):
-                self._flush_chunk(chunk, chunk_types)
-                chunk, chunk_bytes, chunk_types = [], 0, []
-                self._close_file()
-            if self._fd is None:
-                self._open_file()
-            chunk.append(line)
-            chunk_bytes += len(line)
-            chunk_types.append(event_type)
-        self._flush_chunk(chunk, chunk_types)
-
-    def _needs_new_file(self, now: float, chunk_bytes: int, line_bytes: int) -> bool:
-        if self._fd is None:
-            return False
-        if now - self._file_opened_at >= self.rotate_seconds:
-            return True
-        # A line larger than a whole file still goes somewhere: alone in a file of its own.
-        used = self._file_bytes + chunk_bytes
-        return used > 0 and used + line_bytes > self.max_file_bytes
-
-    def _flush_chunk(self, chunk: list[bytes], types: list[str]) -> None:
-        if not chunk:
-            return
-        data = b"".join(chunk)
-        try:
-            if self._fd is None:
-                raise OSError("no event file is open")
-            view = memoryview(data)
-            while view:
-                n = os.write(self._fd, view)
-                view = view[n:]
-        except OSError as exc:
-            if not self._write_error_logged:
-                self._write_error_logged = True
-                log.error(
-                    "event log: cannot write %s: %s (events are dropped)", self._file, describe(exc)
-                )
-            self._count_dropped(len(types))
-            self._close_file()
-            return
-        self._file_bytes += len(data)
-        with self._lock:
-            written = self._written
-            for t in types:
-                written[t] = written.get(t, 0) + 1
-        if self._on_written is not None:
-            for t in types:
-                self._on_written(t)
-
-    def _open_file(self) -> None:
-        now = self._clock()
-        path = self.directory / file_name(now, self.instance, self._seq)
-        self._seq += 1
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        except OSError as exc:
-            if not self._write_error_logged:
-                self._write_error_logged = True
-                log.error("event log: cannot open %s: %s (events are dropped)", path, describe(exc))
-            return
-        self._fd = fd
-        self._file = path
-        self._file_bytes = 0
-        self._file_opened_at = now
-        self.files.append(path)
-
-    def _close_file(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
             try:
-                os.close(fd)
-            except OSError as exc:
-                log.warning("event log: closing %s: %s", self._file, describe(exc))
+                line = dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+            except (TypeError, ValueError) as exc:  # the writer outlives any one bad event
+                log.error("event log: cannot format a %s event: %s", event_type, describe(exc))
+                self._count_dropped(1)
+                continue
+            records.append(EventRecord(event_type, event_key(event_type, fields, instance), line))
+        if not records:
+            return
+        for sink, report in zip(self.sinks, self.reports, strict=True):
+            try:
+                sink.write(records)
+            except Exception:
+                log.exception("event log: the %s sink could not write", sink.name)
+                report.dropped(len(records))

@@ -189,14 +189,15 @@ UPSTREAM_CONNECT_FAILURES = MetricSpec(
 EVENTS_WRITTEN = MetricSpec(
     "kproxy_events_written_total",
     COUNTER,
-    ("type",),
-    "Event-log lines written, by event type.",
+    ("sink", "type"),
+    "Events written (file sink) or delivered (kafka sink), by sink and event type.",
 )
 EVENTS_DROPPED = MetricSpec(
     "kproxy_events_dropped_total",
     COUNTER,
-    (),
-    "Events not written to the event log (queue full, or the file could not be written).",
+    ("sink",),
+    "Events a sink never got or could not write: the event queue or librdkafka's buffer "
+    "full, a file not writable, an event not delivered in time.",
 )
 CLUSTER_REACHED = MetricSpec(
     "kproxy_cluster_reached",

@@ -174,12 +174,13 @@ class KproxyMetrics:
         self.connections_closed.labels(listener, cause).inc()
         self.connections_active.labels(listener).dec()
 
-    def event_written(self, event_type: str) -> None:
-        """Called by the event log's writer thread (prometheus_client is thread-safe)."""
-        self.events_written.labels(event_type).inc()
+    def event_written(self, sink: str, event_type: str) -> None:
+        """Called by the event log's writer thread, or librdkafka's delivery reports
+        (prometheus_client is thread-safe)."""
+        self.events_written.labels(sink, event_type).inc()
 
-    def event_dropped(self, count: int) -> None:
-        self.events_dropped.inc(count)
+    def event_dropped(self, sink: str, count: int) -> None:
+        self.events_dropped.labels(sink).inc(count)
 
     def exposition(self, accept: str | None = None) -> tuple[bytes, str]:
         """(body, content type) of a scrape, in the format the Accept header asks for."""

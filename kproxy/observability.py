@@ -13,6 +13,8 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kproxy.config_events import PROXY_BOOTSTRAP
+from kproxy.event_sink import EventSink
 from kproxy.events import (
     CONNECTION,
     LEADER_CHANGE,
@@ -63,23 +65,71 @@ class Observability(ProxyObserver):
         self.sample_rate = ev.request_sample_rate if ev.enabled else 0.0
         self._sample = sample
         self.events: EventLog | None = None
+        # The events producer's client id when it publishes through this kproxy: its
+        # requests are kproxy's own, not a client's, and stay out of redirect metrics.
+        self.own_client_id: str | None = None
+        self._proxy_bootstrap: str | None = None
         if ev.enabled:
-            metrics = self.metrics
-            self.events = EventLog(
-                ev.dir,
-                instance=self.instance,
-                max_file_bytes=ev.max_file_bytes,
-                rotate_seconds=ev.rotate_seconds,
-                queue_size=ev.queue_size,
-                on_written=metrics.event_written,
-                on_dropped=metrics.event_dropped,
-            )
+            self.events = self._event_log(settings)
         # Plain counts for `kproxy demo`'s status line.
         self.leader_changes = 0
         self.redirects_with_leader = 0
         self.redirects_with_endpoint = 0
         self.redirects_without_leader = 0
         self.recoveries = 0
+
+    def _event_log(self, settings: Settings) -> EventLog:
+        ev = settings.events
+        sinks: list[EventSink] = []
+        autostart = True
+        if "kafka" in ev.sink:
+            from kproxy.event_kafka import KafkaSink, format_bootstrap, sink_client_id
+
+            kafka = ev.kafka
+            client_id = sink_client_id(self.instance)
+            if kafka.bootstrap_servers == PROXY_BOOTSTRAP:
+                self.own_client_id = client_id
+                autostart = False  # started by start_events(), once the listener is bound
+
+                def bootstrap() -> str:
+                    assert self._proxy_bootstrap is not None
+                    return self._proxy_bootstrap
+            else:
+                servers = format_bootstrap(kafka.bootstrap_servers)
+
+                def bootstrap() -> str:
+                    return servers
+
+            sinks.append(KafkaSink(kafka, client_id, bootstrap, queue_size=ev.queue_size))
+        event_log = EventLog(
+            ev.dir if "file" in ev.sink else None,
+            sinks=sinks,
+            instance=self.instance,
+            max_file_bytes=ev.max_file_bytes,
+            rotate_seconds=ev.rotate_seconds,
+            queue_size=ev.queue_size,
+            on_written=self.metrics.event_written,
+            on_dropped=self.metrics.event_dropped,
+            autostart=autostart,
+        )
+        for report in event_log.reports:  # each sink's series exists from the start, at 0
+            self.metrics.events_dropped.labels(report.name)
+        return event_log
+
+    def start_events(self, proxy_bootstrap: str) -> None:
+        """Start the event log's writer, now that kproxy's own bootstrap listener (which
+        a Kafka sink in `proxy` mode publishes through) is at `proxy_bootstrap`."""
+        self._proxy_bootstrap = proxy_bootstrap
+        if self.events is not None:
+            self.events.start()
+
+    @property
+    def publishes_through_proxy(self) -> bool:
+        return self.own_client_id is not None
+
+    def flush_events(self, timeout: float) -> bool:
+        """Wait (blocking) until every event so far has landed in every sink."""
+        return self.events.flush(timeout) if self.events is not None else True
 
     def _emit(self, event_type: str, fields: dict[str, Any]) -> None:
         events = self.events
@@ -123,7 +173,7 @@ class Observability(ProxyObserver):
     ) -> None:
         self.metrics.response(api_key, total_seconds, upstream_seconds)
         rate = self.sample_rate
-        if rate > 0.0 and self._sample() < rate:
+        if rate > 0.0 and client_id != self.own_client_id and self._sample() < rate:
             self._emit(
                 REQUEST_SAMPLE,
                 {
@@ -148,6 +198,10 @@ class Observability(ProxyObserver):
         )
         if facts is NO_FACTS:
             return
+        if client_id is not None and client_id == self.own_client_id:
+            # kproxy's own events producer: the leader changes it saw are the cluster's,
+            # its redirects and recoveries are not a client's.
+            facts = facts._replace(redirects=(), recoveries=())
         metrics = self.metrics
         for change in facts.changes:
             self.leader_changes += 1

@@ -3,7 +3,8 @@
 Inputs are anything Spark's Hadoop file systems read: files, directories (read
 recursively, so a fleet's `host/events-*.jsonl` tree works as one input), globs, and
 URIs (`file://`, `hdfs://`, `s3a://` with hadoop-aws on the classpath). Compressed
-files (`.gz`, `.bz2`, ...) are decompressed by Spark on the way.
+files (`.gz`, `.bz2`, ...) are decompressed by Spark on the way. `kafka://HOST:PORT/TOPIC`
+reads an events topic instead (`kproxy.analytics.kafka_input`).
 
 Each line is parsed once, with the explicit schema of `kproxy.analytics.schema` (no
 inference pass), and sorted into one of:
@@ -28,6 +29,13 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from kproxy.analytics.kafka_input import (
+    KafkaInputError,
+    is_kafka_input,
+    missing_topics,
+    parse_kafka_input,
+    read_kafka_lines,
+)
 from kproxy.analytics.model import InputQuality
 from kproxy.analytics.schema import (
     CORRUPT_COLUMN,
@@ -61,35 +69,73 @@ class InputError(Exception):
     """An input that names nothing, or a file system Spark cannot open."""
 
 
-def check_inputs(spark: SparkSession, inputs: list[str]) -> None:
+def _java_reason(exc: Exception) -> str:
+    java = getattr(exc, "java_exception", None)  # py4j's Py4JJavaError
+    if java is None:
+        return str(exc)
+    cause = java
+    while cause.getCause() is not None:  # the root cause names what went wrong
+        cause = cause.getCause()
+    return str(cause.toString())
+
+
+def check_inputs(
+    spark: SparkSession, inputs: list[str], kafka: dict[str, str] | None = None
+) -> None:
     """Raise InputError for an input that matches nothing.
 
     Spark would raise too, but with a JVM stack trace on stderr; a typo in a path
-    deserves one line. An existing empty file or directory is fine (empty report).
+    deserves one line. An existing empty file or directory, or an empty topic, is fine
+    (empty report); a topic the cluster does not have is an error (Spark would read it
+    as empty).
     """
-    missing = []
+    missing, no_topic = [], []
     for text in inputs:
+        if is_kafka_input(text):
+            try:
+                source = parse_kafka_input(text)
+                absent = missing_topics(spark, source, kafka or {})
+            except KafkaInputError as exc:
+                raise InputError(str(exc)) from None
+            except Exception as exc:
+                raise InputError(f"cannot read {text}: {_java_reason(exc)}") from None
+            if absent:
+                no_topic.append(text)
+            continue
         try:
             fs, path = hadoop_path(spark, text)
             found = fs.globStatus(path)
         except Exception as exc:  # py4j's Py4JJavaError: e.g. no FileSystem for s3a://
-            java = getattr(exc, "java_exception", None)
-            reason = str(java.getMessage()) if java is not None else str(exc)
-            raise InputError(f"cannot read {text}: {reason}") from None
+            raise InputError(f"cannot read {text}: {_java_reason(exc)}") from None
         if found is None or len(found) == 0:
             missing.append(text)
     if missing:
         raise InputError("no such file or directory: " + ", ".join(missing))
+    if no_topic:
+        raise InputError("no such topic: " + ", ".join(no_topic))
 
 
-def read_lines(spark: SparkSession, inputs: list[str]) -> DataFrame:
-    """Non-blank lines with the file each came from: columns `value`, `file`."""
-    lines = (
-        spark.read.option("recursiveFileLookup", "true")
-        .text(inputs)
-        .select("value", F.col("_metadata.file_path").alias("file"))
-    )
-    return lines.filter(F.trim(F.col("value")) != "")
+def read_lines(
+    spark: SparkSession, inputs: list[str], kafka: dict[str, str] | None = None
+) -> DataFrame:
+    """Non-blank lines with the file (or topic record) each came from: columns
+    `value`, `file`."""
+    paths = [t for t in inputs if not is_kafka_input(t)]
+    topics = [parse_kafka_input(t) for t in inputs if is_kafka_input(t)]
+    frames = []
+    if paths:
+        lines = (
+            spark.read.option("recursiveFileLookup", "true")
+            .text(paths)
+            .select("value", F.col("_metadata.file_path").alias("file"))
+        )
+        frames.append(lines.filter(F.trim(F.col("value")) != ""))
+    if topics:
+        frames.append(read_kafka_lines(spark, topics, kafka or {}))
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
 
 
 def _missing_required() -> Column:

@@ -38,19 +38,19 @@ from pyspark.sql import types as T
 from kproxy.analytics import affected
 from kproxy.analytics import inputs as inp
 from kproxy.analytics import tables as tb
+from kproxy.analytics.arguments import DEFAULT_MASTER, add_analyze_arguments, kafka_options
 from kproxy.analytics.model import Analysis, Table
 from kproxy.analytics.output import join, report_dir
 from kproxy.analytics.plots import render_plots
 from kproxy.analytics.progress import Progress
 from kproxy.analytics.report import render_report
 from kproxy.analytics.schema import event_columns, events_table_schema
-from kproxy.analytics.session import build_session, under_spark_submit
+from kproxy.analytics.session import build_session, packages_for, under_spark_submit
 from kproxy.analytics.summary import summary_json, summary_text
 
 __all__ = ["DEFAULT_MASTER", "EXIT_INPUT", "analyze", "build_parser", "main", "run"]
 
 EXIT_INPUT = 2  # an input that names nothing (as kproxy's other usage errors)
-DEFAULT_MASTER = "local[*]"
 
 STEPS = (
     "reading events",
@@ -121,8 +121,10 @@ class _Tables:
         return table
 
 
-def _write_events(spark: SparkSession, inputs: list[str], out: str) -> Analysis:
-    lines = inp.read_lines(spark, inputs)
+def _write_events(
+    spark: SparkSession, inputs: list[str], out: str, kafka: dict[str, str]
+) -> Analysis:
+    lines = inp.read_lines(spark, inputs, kafka)
     classified, observation = inp.observe_quality(inp.classify(lines))
     events = classified.filter(F.col("status") == inp.OK).select(
         "ts", "proxy", *event_columns(), "type"
@@ -140,9 +142,12 @@ def analyze(
     *,
     stream: TextIO | None = None,
     progress_interval: float = 0.5,
+    kafka: dict[str, str] | None = None,
 ) -> Analysis:
-    """Run the whole job on an existing session; returns what the report shows."""
-    inp.check_inputs(spark, inputs)
+    """Run the whole job on an existing session; returns what the report shows.
+    `kafka`: options of Spark's Kafka source, for `kafka://` inputs."""
+    kafka = kafka or {}
+    inp.check_inputs(spark, inputs, kafka)
     progress = Progress(
         spark.sparkContext.statusTracker(),
         steps=len(STEPS),
@@ -151,7 +156,7 @@ def analyze(
     )
     with progress:
         progress.step(STEPS[0])
-        analysis = _write_events(spark, inputs, out)
+        analysis = _write_events(spark, inputs, out, kafka)
         events = spark.read.schema(events_table_schema()).parquet(join(out, "events"))
         _aggregate(spark, events, analysis, progress)
         progress.step(STEPS[-1])
@@ -259,15 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kproxy-analyze",
         description="Turn kproxy event logs into Parquet tables and a leadership report.",
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="event files, directories, globs")
-    p.add_argument("--out", default="kproxy-analysis", metavar="DIR", help="output directory")
-    p.add_argument(
-        "--master",
-        default=None,
-        metavar="URL",
-        help=f"Spark master URL (default: spark-submit's, else {DEFAULT_MASTER})",
-    )
-    p.add_argument("--spark-ui", action="store_true", help="enable the Spark web UI")
+    add_analyze_arguments(p, default_master=None)
     return p
 
 
@@ -277,16 +274,17 @@ def run(
     master: str | None,
     spark_ui: bool,
     *,
+    kafka: dict[str, str] | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
     """Start a session, analyze, print the summary, stop the session; the exit code."""
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
-    spark = build_session(master, spark_ui=spark_ui)
+    spark = build_session(master, spark_ui=spark_ui, packages=packages_for(inputs))
     try:
         try:
-            analysis = analyze(spark, inputs, out, stream=stderr)
+            analysis = analyze(spark, inputs, out, stream=stderr, kafka=kafka)
         except inp.InputError as exc:
             print(f"kproxy analyze: {exc}", file=stderr)
             return EXIT_INPUT
@@ -302,10 +300,19 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     args: Any = build_parser().parse_args(argv)
-    master = args.master
-    if master is None and not under_spark_submit():
-        master = DEFAULT_MASTER
-    return run(list(args.inputs), args.out, master, args.spark_ui)
+    if args.master is None and not under_spark_submit():
+        args.master = DEFAULT_MASTER
+    if args.follow:
+        from kproxy.analytics.follow import run_follow
+
+        return run_follow(args)
+    return run(
+        list(args.inputs),
+        args.out,
+        args.master,
+        args.spark_ui,
+        kafka=kafka_options(args.kafka_option),
+    )
 
 
 if __name__ == "__main__":

@@ -13,12 +13,15 @@ from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
+from kproxy.analytics.kafka_input import CONNECTOR, is_kafka_input
+
 __all__ = [
     "APP_NAME",
     "build_session",
     "hadoop_path",
     "is_local_master",
     "local_shuffle_partitions",
+    "packages_for",
     "under_spark_submit",
 ]
 
@@ -53,9 +56,24 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def build_session(master: str | None, *, spark_ui: bool = False) -> SparkSession:
-    """Start (or join) a session. `master=None` leaves it to spark-submit / defaults."""
+def packages_for(inputs: list[str]) -> list[str]:
+    """Maven packages the inputs need: Spark's Kafka source for `kafka://` topics."""
+    if any(is_kafka_input(t) for t in inputs):
+        return [CONNECTOR]
+    return []
+
+
+def build_session(
+    master: str | None, *, spark_ui: bool = False, packages: list[str] | None = None
+) -> SparkSession:
+    """Start (or join) a session. `master=None` leaves it to spark-submit / defaults.
+
+    `packages` are fetched by Spark's Ivy from Maven Central once and cached; under
+    spark-submit (the JVM already runs) they must come with its `--packages`.
+    """
     builder = SparkSession.builder.appName(APP_NAME)
+    if packages:
+        builder = builder.config("spark.jars.packages", ",".join(packages))
     if master is not None:
         builder = builder.master(master)
     if master is not None and is_local_master(master):

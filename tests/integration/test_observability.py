@@ -148,7 +148,10 @@ def test_metrics_events_and_topology_agree_with_the_churn(
     metrics = parse_exposition(kp.final_metrics)  # type: ignore[attr-defined]
     by_type = Counter(e["type"] for e in events)
     for event_type, count in by_type.items():
-        assert metrics.get(("kproxy_events_written_total", (("type", event_type),))) == count
+        assert (
+            metrics.get(("kproxy_events_written_total", (("sink", "file"), ("type", event_type))))
+            == count
+        )
     assert metrics_sum(metrics, "kproxy_events_dropped_total") == 0
     assert by_type["redirect"] == metrics_sum(metrics, "kproxy_redirects_total") + metrics_sum(
         metrics, "kproxy_redirects_without_leader_total"

@@ -576,7 +576,8 @@ ALLOWED = {
     ),
     "admin": "enabled, bind_host, port, topology, request_timeout_seconds",
     "metrics": "topic_labels",
-    "events": "enabled, dir, max_file_bytes, rotate_seconds, queue_size, request_sample_rate",
+    "events": "enabled, sink, dir, max_file_bytes, rotate_seconds, queue_size, "
+    "request_sample_rate, kafka",
     "shutdown": "grace_seconds",
     "log": "level",
     "runtime": "event_loop",

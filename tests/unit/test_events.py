@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from kproxy.config import ClusterSettings, EventSettings, MetricsSettings, Settings
+from kproxy.event_file import file_name
 from kproxy.events import (
     COMMON_FIELDS,
     EVENT_FIELDS,
     EVENT_TYPES,
     SCHEMA_VERSION,
     EventLog,
-    file_name,
     format_ts,
     instance_id,
     safe_name,
@@ -170,8 +170,8 @@ def test_full_queue_drops_and_counts_and_never_blocks(tmp_path: Path) -> None:
         instance="p",
         queue_size=5,
         autostart=False,  # a writer that does not keep up at all
-        on_dropped=dropped.append,
-        on_written=written.append,
+        on_dropped=lambda sink, n: dropped.append(n),
+        on_written=lambda sink, t: written.append(t),
     )
     started = time.perf_counter()
     accepted = [log.emit("a", {"n": i}) for i in range(10_000)]
@@ -190,7 +190,7 @@ def test_full_queue_drops_and_counts_and_never_blocks(tmp_path: Path) -> None:
 def test_unwritable_directory_counts_drops_and_the_writer_survives(tmp_path: Path) -> None:
     target = tmp_path / "events"
     dropped: list[int] = []
-    log = EventLog(target, instance="p", on_dropped=dropped.append)
+    log = EventLog(target, instance="p", on_dropped=lambda sink, n: dropped.append(n))
     target.rmdir()
     target.write_text("not a directory")  # mkdir and open now fail
     log.emit("a", {"n": 1})
@@ -319,7 +319,7 @@ def test_event_counts_agree_with_the_metrics(tmp_path: Path) -> None:
     counts = Counter(line["type"] for line in read_lines(tmp_path))
     m = o.metrics
     redirect_lines = [x for x in read_lines(tmp_path) if x["type"] == "redirect"]
-    assert m.value("kproxy_events_dropped_total") == 0
+    assert m.value("kproxy_events_dropped_total", {"sink": "file"}) == 0
     assert counts["leader_change"] == m.total("kproxy_leader_changes_total") == 2
     assert sum(1 for r in redirect_lines if r["to_node"] is not None) == m.total(
         "kproxy_redirects_total"
@@ -333,7 +333,7 @@ def test_event_counts_agree_with_the_metrics(tmp_path: Path) -> None:
         "kproxy_connections_closed_total"
     )
     for event_type, n in counts.items():
-        assert m.value("kproxy_events_written_total", {"type": event_type}) == n
+        assert m.value("kproxy_events_written_total", {"sink": "file", "type": event_type}) == n
     assert o.summary().startswith("2 leader changes, 3 redirects to a new leader (3 with")
 
 
@@ -345,7 +345,7 @@ def test_dropped_events_are_counted_in_the_metric(tmp_path: Path) -> None:
     o.events.close()  # nothing more can be written: every event is a drop
     o.node_discovered(1, "a:1", "b:1")
     o.connection_opened("bootstrap")
-    assert o.metrics.value("kproxy_events_dropped_total") == 2
+    assert o.metrics.value("kproxy_events_dropped_total", {"sink": "file"}) == 2
     assert o.metrics.value("kproxy_nodes_discovered_total") == 1
 
 

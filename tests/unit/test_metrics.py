@@ -48,8 +48,8 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.requests_held.labels("bootstrap").inc(3)
     m.config_values_redacted.labels("DescribeConfigs").inc(2)
     m.upstream_connect_failures.labels("refused").inc()
-    m.event_written("redirect")
-    m.event_dropped(2)
+    m.event_written("file", "redirect")
+    m.event_dropped("file", 2)
     m.nodes_discovered.inc()
     m.api_versions_clamped.inc()
     m.cluster_reached.set(1)
@@ -133,7 +133,7 @@ def test_labels_carry_api_names_and_node_ids() -> None:
     )
     assert m.value("kproxy_request_duration_seconds_count", {"api": "Produce"}) == 1
     assert m.value("kproxy_upstream_duration_seconds_sum", {"api": "Produce"}) == 0.003
-    assert m.value("kproxy_events_dropped_total") == 2
+    assert m.value("kproxy_events_dropped_total", {"sink": "file"}) == 2
     assert m.total("kproxy_redirects_total") == 2
 
 
