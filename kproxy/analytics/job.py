@@ -48,7 +48,7 @@ from kproxy.analytics.schema import event_columns, events_table_schema
 from kproxy.analytics.session import build_session, packages_for, under_spark_submit
 from kproxy.analytics.summary import summary_json, summary_text
 
-__all__ = ["DEFAULT_MASTER", "EXIT_INPUT", "analyze", "build_parser", "main", "run"]
+__all__ = ["EXIT_INPUT", "analyze", "build_parser", "collect_rows", "main", "run"]
 
 EXIT_INPUT = 2  # an input that names nothing (as kproxy's other usage errors)
 
@@ -87,7 +87,7 @@ def _collectable(df: DataFrame) -> DataFrame:
     )
 
 
-def _rows(df: DataFrame) -> list[dict[str, Any]]:
+def collect_rows(df: DataFrame) -> list[dict[str, Any]]:
     """`df` collected as dicts, timestamps in UTC (`_collectable`)."""
     return [r.asDict(recursive=True) for r in _collectable(df).collect()]
 
@@ -105,7 +105,7 @@ class _Tables:
         try:
             frame.write.mode("overwrite").parquet(join(self.out, "tables", name))
             collected = frame.limit(head) if head is not None else frame
-            rows = _rows(collected)
+            rows = collect_rows(collected)
             total = frame.count() if head is not None else len(rows)
         finally:
             frame.unpersist()
@@ -115,7 +115,7 @@ class _Tables:
 
     def keep(self, name: str, df: DataFrame) -> Table:
         """Collected for a plot only, not written."""
-        rows = _rows(df)
+        rows = collect_rows(df)
         table = Table(rows, len(rows))
         self.analysis.tables[name] = table
         return table
@@ -252,8 +252,8 @@ def _save_recovery_percentiles(t: _Tables, df: DataFrame) -> None:
     frame = df.persist()
     try:
         full = t.save("recovery_percentiles", frame, head=0)
-        head = _rows(frame.filter(F.col("scope") != "client"))
-        clients = _rows(frame.filter(F.col("scope") == "client").limit(HEAD_ROWS))
+        head = collect_rows(frame.filter(F.col("scope") != "client"))
+        clients = collect_rows(frame.filter(F.col("scope") == "client").limit(HEAD_ROWS))
         t.analysis.tables["recovery_percentiles"] = Table(head + clients, full.total_rows)
     finally:
         frame.unpersist()

@@ -1,0 +1,180 @@
+"""`kproxy analyze --follow`: a Structured Streaming job that keeps the tables current.
+
+    kproxy analyze --follow kafka://HOST:PORT/kproxy-events --out DIR [--master URL]
+    kproxy analyze --follow DIR_OF_EVENT_FILES --out DIR
+
+Each trigger (`--trigger-seconds`) reads what arrived since the last one (Spark's
+Kafka source, or its file source for a directory: it takes each file once, when it
+appears, so follow a directory that files are moved into when complete), and
+`follow_state.BatchStore` writes that micro-batch's share exactly once. Every
+`--report-every` triggers with data, `follow_tables` rebuilds DIR/tables/ and
+DIR/report.html and DIR/status.json are rewritten with the current figures and the
+time the data reaches ("data up to"). SIGTERM or SIGINT stops the query between
+batches; a restart with the same DIR (and checkpoint) continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Any, Final
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+
+from kproxy.analytics import inputs as inp
+from kproxy.analytics.arguments import kafka_options
+from kproxy.analytics.follow_report import render_follow_report
+from kproxy.analytics.follow_state import BatchStore, micros_to_ts
+from kproxy.analytics.follow_tables import build_tables
+from kproxy.analytics.kafka_input import (
+    is_kafka_input,
+    kafka_source_options,
+    parse_kafka_input,
+    record_lines,
+)
+from kproxy.analytics.output import join, report_dir
+from kproxy.analytics.session import build_session, packages_for
+
+__all__ = ["Follower", "run_follow", "stream_lines"]
+
+EXIT_INPUT: Final = 2
+
+
+def stream_lines(spark: SparkSession, source: str, kafka: dict[str, str]) -> DataFrame:
+    """The streaming DataFrame of event lines (`value`, `file`) from a topic or a
+    directory."""
+    if is_kafka_input(source):
+        topic = parse_kafka_input(source)
+        opts = kafka_source_options(topic, kafka, streaming=True)
+        records = spark.readStream.format("kafka").options(**opts).load()
+        return record_lines(records.withColumn("bootstrap", F.lit(topic.bootstrap)))
+    lines = spark.readStream.text(source).select(
+        "value", F.col("_metadata.file_path").alias("file")
+    )
+    return lines.filter(F.trim(F.col("value")) != "")
+
+
+class Follower:
+    """The foreachBatch function: store each batch, refresh the report now and then."""
+
+    def __init__(self, store: BatchStore, out: str, report_every: int, source: str) -> None:
+        self.store = store
+        self.out = out
+        self.report_every = report_every
+        self.source = source
+        self.batches_with_data = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, lines: DataFrame, batch_id: int) -> None:
+        with self.lock:
+            meta = self.store.write_batch(lines, batch_id)
+            if meta["lines"] == 0:
+                return
+            self.batches_with_data += 1
+            print(
+                f"kproxy analyze --follow: batch {batch_id}: {meta['events']:,} events "
+                f"({meta['late']:,} late), data up to {_iso(micros_to_ts(meta['max_ts_us']))}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if self.batches_with_data % self.report_every == 1 or self.report_every == 1:
+                self.refresh()
+
+    def refresh(self) -> dict[str, Any]:
+        """Rebuild the tables, status.json and report.html from everything stored."""
+        heads = build_tables(self.store, self.out)
+        status = self.status()
+        spark = self.store.spark
+        with report_dir(spark, self.out) as local:
+            (local / "status.json").write_text(
+                json.dumps({**status, "tables": heads}, default=str, indent=1), encoding="utf-8"
+            )
+            (local / "report.html").write_text(
+                render_follow_report(status, heads), encoding="utf-8"
+            )
+        return status
+
+    def status(self) -> dict[str, Any]:
+        row = (
+            self.store.meta()
+            .agg(
+                F.count(F.lit(1)).alias("batches"),
+                *(F.sum(k).alias(k) for k in ("lines", "events", "late", *inp.REJECT_KINDS)),
+                F.max("max_ts_us").alias("max_ts_us"),
+            )
+            .first()
+        )
+        m = row.asDict() if row is not None else {}
+        newest = m.get("max_ts_us")
+        watermark = None if newest is None else newest - self.store.watermark_us
+        return {
+            "source": self.source,
+            "updated_at": _iso(micros_to_ts(int(time.time() * 1e6))),
+            "data_up_to": _iso(micros_to_ts(newest)),
+            "watermark": _iso(micros_to_ts(watermark)),
+            "window_seconds": self.store.window_seconds,
+            "batches": int(m.get("batches") or 0),
+            **{k: int(m.get(k) or 0) for k in ("lines", "events", "late", *inp.REJECT_KINDS)},
+        }
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _stop_on_signals(query: StreamingQuery) -> None:
+    def stop(signum: int, _frame: Any) -> None:
+        print(f"kproxy analyze --follow: signal {signum}, stopping", file=sys.stderr, flush=True)
+        threading.Thread(target=query.stop, daemon=True).start()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
+
+
+def run_follow(args: argparse.Namespace) -> int:
+    """`args` as `kproxy.analytics.arguments` defines them, with --follow."""
+    if len(args.inputs) != 1:
+        print("kproxy analyze: --follow takes one input (a topic or a directory)", file=sys.stderr)
+        return EXIT_INPUT
+    source = str(args.inputs[0])
+    kafka = kafka_options(args.kafka_option)
+    out = str(args.out)
+    checkpoint = args.checkpoint or join(out, "_checkpoint")
+    spark = build_session(
+        args.master, spark_ui=bool(args.spark_ui), packages=packages_for([source])
+    )
+    try:
+        try:
+            inp.check_inputs(spark, [source], kafka)
+        except inp.InputError as exc:
+            print(f"kproxy analyze: {exc}", file=sys.stderr)
+            return EXIT_INPUT
+        store = BatchStore(spark, out, args.window_seconds, args.watermark_seconds)
+        follower = Follower(store, out, args.report_every, source)
+        query = (
+            stream_lines(spark, source, kafka)
+            .writeStream.foreachBatch(follower)
+            .option("checkpointLocation", checkpoint)
+            .trigger(processingTime=f"{args.trigger_seconds} seconds")
+            .queryName("kproxy-follow")
+            .start()
+        )
+        _stop_on_signals(query)
+        print(
+            f"kproxy analyze --follow: following {source}; tables and report in {out}, "
+            f"checkpoint {checkpoint}",
+            file=sys.stderr,
+            flush=True,
+        )
+        query.awaitTermination()
+        if follower.batches_with_data:
+            follower.refresh()  # the last figures, whatever the report cadence
+        return 0
+    finally:
+        spark.stop()

@@ -1,0 +1,333 @@
+"""The fleet pipeline on a real Apache Kafka cluster: kproxy publishes its events to a
+topic through itself, `kproxy analyze` reads the topic in batch and follows it live.
+
+One 3-node Kafka cluster (docs/peers.md §2) for the module. kproxy "A" writes events
+to files *and* to the `kproxy-events` topic, which its Kafka sink reaches through A's
+own bootstrap listener (`events.kafka.bootstrap_servers: proxy`). A confluent-kafka
+producer and consumer (Produce v10+/Fetch v16+: the KIP-951 path) run through A while
+the test moves partition leaders. Spark reads the topic through kproxy "B" (events
+off): its Kafka source (Java consumer and AdminClient) is a real client of kproxy too.
+
+A second, single-node cluster is the events cluster of the fault test: stopped and
+started while traffic flows through kproxy "C" to the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("matplotlib")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from tests.churn_traffic import churn_traffic, read_event_files  # noqa: E402
+from tests.integration.test_observability import metrics_sum, parse_exposition  # noqa: E402
+from tests.kproxy_process import REPO, KproxyProcess  # noqa: E402
+from tests.peers.kafka_cluster import KafkaCluster  # noqa: E402
+from tests.peers.net import wait_until  # noqa: E402
+
+pytestmark = [pytest.mark.peers, pytest.mark.slow]
+
+TOPIC = "churned"
+EVENTS_TOPIC = "kproxy-events"
+PARTITIONS = 3
+MOVES = 4  # leader moves of the churn
+WATERMARK_SECONDS = 30
+SPARK_ENV = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+@dataclass
+class Pipeline:
+    kafka: KafkaCluster
+    publisher: KproxyProcess  # A: file and kafka sinks
+    reader: KproxyProcess  # B: what Spark reads through
+    files: Path  # a copy of A's event files once both sinks had everything
+    follow_out: Path
+    follow: subprocess.Popen[bytes] | None
+
+    @property
+    def topic_uri(self) -> str:
+        return f"kafka://{self.reader.bootstrap}/{EVENTS_TOPIC}"
+
+
+def sink_counts(kp: KproxyProcess) -> tuple[float, float, float]:
+    m = parse_exposition(kp.metrics_text())
+
+    def written(sink: str) -> float:
+        return sum(
+            v
+            for (name, labels), v in m.items()
+            if name == "kproxy_events_written_total" and dict(labels)["sink"] == sink
+        )
+
+    return written("file"), written("kafka"), metrics_sum(m, "kproxy_events_dropped_total")
+
+
+def start_follow(p: Pipeline, tmp: Path) -> subprocess.Popen[bytes]:
+    log = open(tmp / "follow.log", "ab")  # noqa: SIM115 - the process owns it
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kproxy",
+            "analyze",
+            "--follow",
+            p.topic_uri,
+            "--out",
+            str(p.follow_out),
+            "--master",
+            "local[2]",
+            "--trigger-seconds",
+            "2",
+            "--report-every",
+            "1",
+            "--watermark-seconds",
+            str(WATERMARK_SECONDS),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=SPARK_ENV,
+        cwd=tmp,
+    )
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(30)
+
+
+def move_leaders(kafka: KafkaCluster, moves: int) -> None:
+    """Rotate a partition's replicas and elect the new preferred leader, `moves` times."""
+    for i in range(moves):
+        part = i % PARTITIONS
+        replicas = kafka.replicas(TOPIC)[part]
+        order = [*replicas[1:], replicas[0]]
+        kafka.reassign(TOPIC, part, order)
+        kafka.elect_preferred_leaders(TOPIC, [part])
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
+    tmp = tmp_path_factory.mktemp("fleet")
+    with contextlib.ExitStack() as stack:
+        kafka = stack.enter_context(KafkaCluster(nodes=3, heap="384m"))
+        kafka.create_topic(TOPIC, PARTITIONS, 3)
+        cluster = {
+            "bootstrap_servers": kafka.external_bootstrap.split(","),
+            "dial_overrides": kafka.dial_overrides,
+        }
+        (tmp / "a").mkdir()
+        (tmp / "b").mkdir()
+        publisher = KproxyProcess(
+            tmp / "a",
+            [],
+            cluster=cluster,
+            events={
+                "sink": ["file", "kafka"],
+                "request_sample_rate": 0.2,
+                "kafka": {"partitions": 3},
+            },
+        )
+        stack.enter_context(publisher)
+        reader = KproxyProcess(tmp / "b", [], cluster=cluster, events={"enabled": False})
+        stack.enter_context(reader)
+        wait_until(
+            lambda: EVENTS_TOPIC in kafka.admin().list_topics(timeout=5).topics,
+            60,
+            what="kproxy to create its events topic",
+        )
+        p = Pipeline(kafka, publisher, reader, tmp / "files", tmp / "follow", None)
+        p.follow = start_follow(p, tmp)
+        try:
+            with churn_traffic(publisher.bootstrap, TOPIC, PARTITIONS, "fleet"):
+                move_leaders(kafka, MOVES)
+
+            def settled() -> bool:
+                file, published, dropped = sink_counts(publisher)
+                assert dropped == 0
+                return file == published and file > 0
+
+            wait_until(settled, 60, what="the Kafka sink to deliver what the file sink wrote")
+            shutil.copytree(publisher.tmp / "events", p.files)
+            yield p
+        finally:
+            stop_process(p.follow)
+
+
+def analyze(inputs: list[str], out: Path) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "kproxy", "analyze", *inputs, "--out", str(out)]
+        + ["--master", "local[2]"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=SPARK_ENV,
+        cwd=out.parent,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
+    return summary
+
+
+def rounded(value: Any) -> Any:
+    """Floats to 12 significant digits, all the way down: a mean summed in another
+    order (Spark's partitions of a topic are not a file's) differs in the last bit."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return value
+
+
+def table(out: Path, name: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = pq.read_table(out / "tables" / name).to_pylist()
+    return list(rounded(rows))
+
+
+BATCH_TABLES = (
+    "event_counts",
+    "leader_changes_by_topic",
+    "leadership_by_broker",
+    "redirects_by_api",
+    "redirects_by_route",
+    "recovery_percentiles",
+    "clients",
+    "topics",
+    "latency_by_api",
+    "connections",
+)
+
+
+def test_the_topic_gives_exactly_the_figures_of_the_files(
+    pipeline: Pipeline, tmp_path: Path
+) -> None:
+    events = read_event_files(pipeline.files)
+    by_type = Counter(e["type"] for e in events)
+    assert by_type["leader_change"] >= MOVES, by_type
+    assert by_type["redirect"] > 0, "the churn made no client follow a new leader"
+    # kproxy's own events producer is not a client in its own figures.
+    own = [e for e in events if str(e.get("client_id") or "").startswith("kproxy-events-")]
+    assert own == []
+
+    from_files = analyze([str(pipeline.files)], tmp_path / "files")
+    from_topic = analyze([pipeline.topic_uri], tmp_path / "topic")
+    assert from_files["events"] == len(events)
+    for key in ("inputs", "out", "report"):
+        from_files.pop(key, None)
+        from_topic.pop(key, None)
+    assert rounded(from_topic) == rounded(from_files)
+    for name in BATCH_TABLES:
+        assert table(tmp_path / "topic", name) == table(tmp_path / "files", name), name
+
+
+def follow_status(p: Pipeline) -> dict[str, Any]:
+    path = p.follow_out / "status.json"
+    if not path.is_file():
+        return {}
+    with contextlib.suppress(json.JSONDecodeError):  # caught mid-rewrite
+        status: dict[str, Any] = json.loads(path.read_text())
+        return status
+    return {}
+
+
+def test_follow_converges_restarts_without_double_counting_and_counts_late_events(
+    pipeline: Pipeline, tmp_path: Path
+) -> None:
+    p = pipeline
+    expected = Counter(e["type"] for e in read_event_files(p.publisher.tmp / "events"))
+
+    def counts() -> dict[str, int]:
+        tables = follow_status(p).get("tables", {})
+        return {r["type"]: r["events"] for r in tables.get("event_counts", [])}
+
+    # Converges while it runs (it started before the churn).
+    wait_until(
+        lambda: counts() == dict(expected), 180, what="the follow job to catch up", interval=1
+    )
+
+    # Killed hard in the middle of work (new events keep arriving), restarted from its
+    # checkpoint: every event counted once.
+    assert p.follow is not None
+    with churn_traffic(p.publisher.bootstrap, TOPIC, PARTITIONS, "fleet-2"):
+        wait_until(lambda: counts() != dict(expected), 120, what="a batch after the churn")
+        stop_process(p.follow, signal.SIGKILL)
+        move_leaders(p.kafka, 1)
+    p.follow = start_follow(p, tmp_path)
+    wait_until(
+        lambda: sink_counts(p.publisher)[0] == sink_counts(p.publisher)[1],
+        60,
+        what="the Kafka sink to deliver everything",
+    )
+    final = Counter(e["type"] for e in read_event_files(p.publisher.tmp / "events"))
+    wait_until(lambda: counts() == dict(final), 240, what="the restarted job to catch up")
+
+    # The same figures as a batch run over the same events.
+    batch_out = tmp_path / "batch"
+    analyze([p.topic_uri], batch_out)
+    for name in (
+        "leader_changes_by_topic",
+        "leadership_by_broker",
+        "redirects_by_api",
+        "redirects_by_route",
+        "recovery_percentiles",
+        "clients",
+    ):
+        assert table(p.follow_out, name) == table(batch_out, name), name
+    per_window = table(p.follow_out, "leader_changes_per_window")
+    assert sum(r["moves"] for r in per_window) == sum(
+        r["moves"] for r in table(batch_out, "leader_changes_by_topic")
+    )
+
+    # An event older than the watermark: counted as late, in no window.
+    status = follow_status(p)
+    up_to = time.mktime(time.strptime(status["data_up_to"][:19], "%Y-%m-%dT%H:%M:%S"))
+    old = time.strftime(
+        "%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(up_to - time.timezone - 3 * WATERMARK_SECONDS)
+    )
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": p.reader.bootstrap})
+    late = {
+        "schema": 1,
+        "type": "leader_change",
+        "ts": old,
+        "proxy": "elsewhere-1",
+        "topic": "late-topic",
+        "topic_id": None,
+        "partition": 0,
+        "old_leader": 1,
+        "new_leader": 2,
+        "old_epoch": 1,
+        "new_epoch": 2,
+        "source_api": "Metadata",
+    }
+    producer.produce(EVENTS_TOPIC, json.dumps(late).encode(), b"late-topic-0")
+    assert producer.flush(30) == 0
+    wait_until(lambda: follow_status(p).get("late") == 1, 120, what="the late event counted")
+    late_rows = follow_status(p)["tables"]["late_events"]
+    assert [(r["type"], r["events"]) for r in late_rows] == [("leader_change", 1)]
+    topics = {r["topic"] for r in table(p.follow_out, "leader_changes_per_window")}
+    assert "late-topic" not in topics
+    assert (p.follow_out / "report.html").read_text().count("data up to") == 1
