@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs everything kproxy's tests need on a fresh machine: the package with its
-# test, demo and analytics extras, Debian packages (kcat, haproxy, prometheus,
-# chromium) and the Apache Kafka jars from Maven Central. Idempotent: a second run
-# only checks.
+# test, demo, kafka and analytics extras, Debian packages (kcat, haproxy, prometheus,
+# chromium), the Apache Kafka jars and Spark's Kafka connector from Maven Central.
+# Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test,demo,analytics]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,demo,kafka,analytics]'
 bash .ci/install-peers.sh
+# Spark's Kafka connector (kproxy analyze kafka://...): fetched once by Spark's Ivy.
+python3 -m kproxy.analytics.kafka_input fetch

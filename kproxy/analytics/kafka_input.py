@@ -141,3 +141,22 @@ def missing_topics(spark: SparkSession, source: KafkaInput, options: dict[str, s
         return not bool(names.contains(source.topic))
     finally:
         admin.close()
+
+
+def fetch_connector() -> str:
+    """Fetch the connector (and its dependencies) into Spark's Ivy cache; the jars."""
+    from kproxy.analytics.session import build_session
+
+    spark = build_session("local[1]", packages=[CONNECTOR])
+    try:
+        return str(spark.sparkContext.getConf().get("spark.jars"))
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["fetch"]:
+        sys.exit("usage: python -m kproxy.analytics.kafka_input fetch")
+    print(f"{CONNECTOR}: {len(fetch_connector().split(','))} jars in Spark's Ivy cache")

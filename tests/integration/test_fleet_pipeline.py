@@ -331,3 +331,73 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
     topics = {r["topic"] for r in table(p.follow_out, "leader_changes_per_window")}
     assert "late-topic" not in topics
     assert (p.follow_out / "report.html").read_text().count("data up to") == 1
+
+
+def produce_and_consume(
+    bootstrap: str, topic: str, count: int, group: str, expect: int
+) -> list[bytes]:
+    """`count` records produced, then the topic read from the start by a new group until
+    `expect` records came back, all through kproxy; the values read."""
+    from confluent_kafka import Consumer, Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, b"%d" % i)
+    assert producer.flush(60) == 0
+    del producer
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < expect and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    consumer.close()
+    return got
+
+
+def test_a_dead_events_cluster_costs_the_proxy_nothing_and_publishing_resumes(
+    pipeline: Pipeline, tmp_path: Path
+) -> None:
+    kafka = pipeline.kafka
+    kafka.create_topic("fault-data", 1, 3)
+    with KafkaCluster(nodes=1, heap="256m") as events_cluster:
+        kp = KproxyProcess(
+            tmp_path,
+            [],
+            cluster={
+                "bootstrap_servers": kafka.external_bootstrap.split(","),
+                "dial_overrides": kafka.dial_overrides,
+            },
+            events={
+                "sink": "kafka",
+                "queue_size": 100,
+                "kafka": {
+                    "bootstrap_servers": events_cluster.internal_bootstrap,
+                    "partitions": 1,
+                    "message_timeout_seconds": 2,
+                },
+            },
+        )
+        with kp:
+            wait_until(lambda: sink_counts(kp)[1] > 0, 60, what="the first events published")
+            events_cluster.stop_node(1)
+            # Traffic through kproxy while its events cannot be published: exact.
+            values = [b"%d" % i for i in range(500)]
+            got = produce_and_consume(kp.bootstrap, "fault-data", 500, "f1", 500)
+            assert sorted(got) == sorted(values)
+            wait_until(lambda: sink_counts(kp)[2] > 0, 60, what="undeliverable events counted")
+            assert "cannot publish to Kafka topic kproxy-events" in kp.log()
+            assert kp.log().count("cannot publish to Kafka topic") == 1  # said once
+
+            events_cluster.start_node(1, in_sync=False)
+            published = sink_counts(kp)[1]
+            got = produce_and_consume(kp.bootstrap, "fault-data", 500, "f2", 1000)
+            assert sorted(got) == sorted(values * 2)  # both runs' records, read again
+            wait_until(lambda: sink_counts(kp)[1] > published, 120, what="publishing again")
+            assert "publishing to Kafka topic kproxy-events again" in kp.log()
+            file, delivered, dropped = sink_counts(kp)
+            assert file == 0 and dropped > 0 and delivered > published
