@@ -563,7 +563,9 @@ def main(argv: list[str] | None = None) -> int:
         r = run_size(events, data_root, args.master)
         results["sizes"][r["size"]] = r
         RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
-        RESULTS_MD.write_text(render_md(results))
+        # The "From a Kafka topic" section (bench.analytics_topic_bench) stays.
+        tail = RESULTS_MD.read_text().partition("<!-- analytics_topic_bench -->")
+        RESULTS_MD.write_text(render_md(results) + ("\n" + tail[1] + tail[2] if tail[1] else ""))
         s, py = r["spark"], r["python"]
         print(
             f"analytics_bench {r['size']}: kproxy analyze {s['wall_s']} s, "

@@ -92,7 +92,8 @@ class Observability(ProxyObserver):
                 autostart = False  # started by start_events(), once the listener is bound
 
                 def bootstrap() -> str:
-                    assert self._proxy_bootstrap is not None
+                    if self._proxy_bootstrap is None:
+                        raise RuntimeError("kproxy's own bootstrap listener never started")
                     return self._proxy_bootstrap
             else:
                 servers = format_bootstrap(kafka.bootstrap_servers)

@@ -176,8 +176,17 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
 
 def analyze(inputs: list[str], out: Path) -> dict[str, Any]:
     result = subprocess.run(
-        [sys.executable, "-m", "kproxy", "analyze", *inputs, "--out", str(out)]
-        + ["--master", "local[2]"],
+        [
+            sys.executable,
+            "-m",
+            "kproxy",
+            "analyze",
+            *inputs,
+            "--out",
+            str(out),
+            "--master",
+            "local[2]",
+        ],
         capture_output=True,
         text=True,
         timeout=600,

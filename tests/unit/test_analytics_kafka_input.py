@@ -1,0 +1,71 @@
+"""`kafka://` inputs and the live report of `kproxy analyze --follow` (no cluster)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from kproxy.analytics.follow_report import render_follow_report
+from kproxy.analytics.kafka_input import (
+    CONNECTOR,
+    KafkaInput,
+    KafkaInputError,
+    kafka_source_options,
+    parse_kafka_input,
+)
+from kproxy.analytics.session import packages_for
+
+
+def test_kafka_inputs_parse() -> None:
+    assert parse_kafka_input("kafka://a:1/ev") == KafkaInput("a:1", "ev")
+    assert parse_kafka_input("kafka://a:1,b:2,/ev").bootstrap == "a:1,b:2"
+    assert parse_kafka_input("kafka://[::1]:9092/ev").uri == "kafka://[::1]:9092/ev"
+    for bad in ("kafka://a:1", "kafka:///ev", "kafka://a/ev", "kafka://a:1/ev/x", "a:1/ev"):
+        with pytest.raises(KafkaInputError):
+            parse_kafka_input(bad)
+
+
+def test_source_options_batch_and_stream() -> None:
+    source = KafkaInput("a:1", "ev")
+    batch = kafka_source_options(source, {"kafka.security.protocol": "SSL"}, streaming=False)
+    assert batch == {
+        "kafka.bootstrap.servers": "a:1",
+        "subscribe": "ev",
+        "startingOffsets": "earliest",
+        "endingOffsets": "latest",
+        "kafka.security.protocol": "SSL",
+    }
+    stream = kafka_source_options(source, {"startingOffsets": "latest"}, streaming=True)
+    assert "endingOffsets" not in stream and stream["startingOffsets"] == "latest"
+
+
+def test_the_connector_matches_the_running_spark() -> None:
+    import pyspark
+
+    assert f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}" == CONNECTOR
+    assert packages_for(["dir", "kafka://a:1/ev"]) == [CONNECTOR]
+    assert packages_for(["dir"]) == []
+
+
+def test_the_live_report_says_how_far_the_data_reaches() -> None:
+    w = datetime.datetime(2026, 11, 23, 10, 0)
+    page = render_follow_report(
+        {
+            "source": "kafka://a:1/ev",
+            "data_up_to": "2026-11-23T10:01:02.000000Z",
+            "events": 1234,
+            "late": 1,
+            "batches": 3,
+            "window_seconds": 60,
+        },
+        {
+            "leader_changes_per_window": [{"window_start": w, "topic": "<t>", "moves": 2}],
+            "late_events": [{"window_start": w, "type": "redirect", "events": 1}],
+        },
+    )
+    assert "2026-11-23T10:01:02.000000Z" in page and "data up to" in page
+    assert "&lt;t&gt;" in page and "<t>" not in page
+    assert "1,234" in page
