@@ -35,11 +35,12 @@ from kproxy.analytics.follow_tables import build_tables
 from kproxy.analytics.kafka_input import (
     is_kafka_input,
     kafka_source_options,
+    packages_for,
     parse_kafka_input,
     record_lines,
 )
 from kproxy.analytics.output import join, report_dir
-from kproxy.analytics.session import build_session, packages_for
+from kproxy.analytics.session import build_session
 
 __all__ = ["Follower", "run_follow", "stream_lines"]
 

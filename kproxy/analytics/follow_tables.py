@@ -19,8 +19,8 @@ from pyspark.sql import functions as F
 from kproxy.analytics import affected
 from kproxy.analytics import tables as tb
 from kproxy.analytics.follow_state import BatchStore
-from kproxy.analytics.job import collect_rows
 from kproxy.analytics.output import join
+from kproxy.analytics.rows import collect_rows
 
 __all__ = ["build_tables"]
 

@@ -33,22 +33,23 @@ from typing import Any, TextIO
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from kproxy.analytics import affected
 from kproxy.analytics import inputs as inp
 from kproxy.analytics import tables as tb
 from kproxy.analytics.arguments import DEFAULT_MASTER, add_analyze_arguments, kafka_options
+from kproxy.analytics.kafka_input import packages_for
 from kproxy.analytics.model import Analysis, Table
 from kproxy.analytics.output import join, report_dir
 from kproxy.analytics.plots import render_plots
 from kproxy.analytics.progress import Progress
 from kproxy.analytics.report import render_report
+from kproxy.analytics.rows import collect_rows
 from kproxy.analytics.schema import event_columns, events_table_schema
-from kproxy.analytics.session import build_session, packages_for, under_spark_submit
+from kproxy.analytics.session import build_session, under_spark_submit
 from kproxy.analytics.summary import summary_json, summary_text
 
-__all__ = ["EXIT_INPUT", "analyze", "build_parser", "collect_rows", "main", "run"]
+__all__ = ["EXIT_INPUT", "analyze", "build_parser", "main", "run"]
 
 EXIT_INPUT = 2  # an input that names nothing (as kproxy's other usage errors)
 
@@ -67,29 +68,6 @@ HEAD_ROWS = 50  # rows of a big table collected for the report (the Parquet has 
 PLOT_TOPICS = 8  # topics drawn by name in the leader-moves plot; the rest are "other"
 ROUTE_ROWS = 400
 OVER_TIME_ROWS = 20_000
-
-
-def _collectable(df: DataFrame) -> DataFrame:
-    """`df` with its timestamps as UTC wall-clock times.
-
-    PySpark turns a collected TIMESTAMP into a naive datetime in the Python process's
-    local time zone; the report shows UTC (as the event log), whatever zone the machine
-    running the job is in. TIMESTAMP_NTZ comes back as the wall clock of the session
-    time zone, which is UTC (`session.build_session`).
-    """
-    return df.select(
-        *(
-            F.col(f.name).cast(T.TimestampNTZType()).alias(f.name)
-            if isinstance(f.dataType, T.TimestampType)
-            else F.col(f.name)
-            for f in df.schema.fields
-        )
-    )
-
-
-def collect_rows(df: DataFrame) -> list[dict[str, Any]]:
-    """`df` collected as dicts, timestamps in UTC (`_collectable`)."""
-    return [r.asDict(recursive=True) for r in _collectable(df).collect()]
 
 
 class _Tables:

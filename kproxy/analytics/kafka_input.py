@@ -32,6 +32,7 @@ __all__ = [
     "is_kafka_input",
     "kafka_source_options",
     "missing_topics",
+    "packages_for",
     "parse_kafka_input",
     "read_kafka_lines",
     "record_lines",
@@ -71,6 +72,13 @@ def parse_kafka_input(text: str) -> KafkaInput:
         if not host or not port.isdigit():
             raise KafkaInputError(f"{text}: {server!r} is not host:port")
     return KafkaInput(",".join(servers), topic)
+
+
+def packages_for(inputs: list[str]) -> list[str]:
+    """Maven packages the inputs need: Spark's Kafka source for `kafka://` topics."""
+    if any(is_kafka_input(t) for t in inputs):
+        return [CONNECTOR]
+    return []
 
 
 def kafka_source_options(

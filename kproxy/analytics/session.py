@@ -13,15 +13,12 @@ from typing import Any, cast
 
 from pyspark.sql import SparkSession
 
-from kproxy.analytics.kafka_input import CONNECTOR, is_kafka_input
-
 __all__ = [
     "APP_NAME",
     "build_session",
     "hadoop_path",
     "is_local_master",
     "local_shuffle_partitions",
-    "packages_for",
     "under_spark_submit",
 ]
 
@@ -54,13 +51,6 @@ def under_spark_submit() -> bool:
     """True when spark-submit started this Python process (its JVM is already up and
     handed the gateway to Python): then the master is spark-submit's to choose."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
-
-
-def packages_for(inputs: list[str]) -> list[str]:
-    """Maven packages the inputs need: Spark's Kafka source for `kafka://` topics."""
-    if any(is_kafka_input(t) for t in inputs):
-        return [CONNECTOR]
-    return []
 
 
 def build_session(

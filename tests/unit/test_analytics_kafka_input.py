@@ -14,9 +14,9 @@ from kproxy.analytics.kafka_input import (
     KafkaInput,
     KafkaInputError,
     kafka_source_options,
+    packages_for,
     parse_kafka_input,
 )
-from kproxy.analytics.session import packages_for
 
 
 def test_kafka_inputs_parse() -> None:
