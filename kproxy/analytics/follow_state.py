@@ -82,7 +82,10 @@ class BatchStore:
         found = fs.globStatus(p)
         if found is None or len(found) == 0:
             return self.spark.createDataFrame([], schema)
-        return self.spark.read.schema(schema).parquet(pattern)
+        # The directories themselves, not the glob: Spark would look for a streaming
+        # sink's metadata under a glob path and warn that there is none.
+        paths = [str(status.getPath().toString()) for status in found]
+        return self.spark.read.schema(schema).parquet(*paths)
 
     def meta(self) -> DataFrame:
         return self._part("meta", META_SCHEMA)
