@@ -28,7 +28,7 @@ class SinkReport:
     def __init__(
         self,
         name: str,
-        on_written: Callable[[str, str], None] | None,
+        on_written: Callable[[str, str, int], None] | None,
         on_dropped: Callable[[str, int], None] | None,
     ) -> None:
         self.name = name
@@ -42,8 +42,7 @@ class SinkReport:
         with self._lock:
             self._written[event_type] = self._written.get(event_type, 0) + n
         if self._on_written is not None:
-            for _ in range(n):
-                self._on_written(self.name, event_type)
+            self._on_written(self.name, event_type, n)
 
     def dropped(self, n: int) -> None:
         if n <= 0:

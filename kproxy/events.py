@@ -137,13 +137,13 @@ class EventLog:
         max_file_bytes: int = 64 * 1024 * 1024,
         rotate_seconds: float = 3600.0,
         queue_size: int = 10000,
-        on_written: Callable[[str, str], None] | None = None,
+        on_written: Callable[[str, str, int], None] | None = None,
         on_dropped: Callable[[str, int], None] | None = None,
         clock: Callable[[], float] = time.time,
         autostart: bool = True,
     ) -> None:
         """`directory`: a file sink there (`kproxy.event_file`), before any of `sinks`.
-        `on_written(sink, type)` and `on_dropped(sink, count)` feed the metrics."""
+        `on_written(sink, type, count)` and `on_dropped(sink, count)` feed the metrics."""
         if queue_size < 1:
             raise ValueError("queue_size must be positive")
         self.instance = safe_name(instance) if instance is not None else instance_id()

@@ -174,10 +174,10 @@ class KproxyMetrics:
         self.connections_closed.labels(listener, cause).inc()
         self.connections_active.labels(listener).dec()
 
-    def event_written(self, sink: str, event_type: str) -> None:
+    def event_written(self, sink: str, event_type: str, count: int = 1) -> None:
         """Called by the event log's writer thread, or librdkafka's delivery reports
         (prometheus_client is thread-safe)."""
-        self.events_written.labels(sink, event_type).inc()
+        self.events_written.labels(sink, event_type).inc(count)
 
     def event_dropped(self, sink: str, count: int) -> None:
         self.events_dropped.labels(sink).inc(count)

@@ -30,7 +30,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from kproxy.analytics import inputs as inp
 from kproxy.analytics.arguments import kafka_options
 from kproxy.analytics.follow_report import render_follow_report
-from kproxy.analytics.follow_state import BatchStore, micros_to_ts
+from kproxy.analytics.follow_state import BatchStore, ts_text
 from kproxy.analytics.follow_tables import build_tables
 from kproxy.analytics.kafka_input import (
     is_kafka_input,
@@ -41,6 +41,7 @@ from kproxy.analytics.kafka_input import (
 )
 from kproxy.analytics.output import join, report_dir
 from kproxy.analytics.session import build_session
+from kproxy.events import format_ts
 
 __all__ = ["Follower", "run_follow", "stream_lines"]
 
@@ -55,10 +56,7 @@ def stream_lines(spark: SparkSession, source: str, kafka: dict[str, str]) -> Dat
         opts = kafka_source_options(topic, kafka, streaming=True)
         records = spark.readStream.format("kafka").options(**opts).load()
         return record_lines(records.withColumn("bootstrap", F.lit(topic.bootstrap)))
-    lines = spark.readStream.text(source).select(
-        "value", F.col("_metadata.file_path").alias("file")
-    )
-    return lines.filter(F.trim(F.col("value")) != "")
+    return inp.file_lines(spark.readStream.text(source))
 
 
 class Follower:
@@ -80,7 +78,7 @@ class Follower:
             self.batches_with_data += 1
             print(
                 f"kproxy analyze --follow: batch {batch_id}: {meta['events']:,} events "
-                f"({meta['late']:,} late), data up to {_iso(micros_to_ts(meta['max_ts_us']))}",
+                f"({meta['late']:,} late), data up to {ts_text(meta['max_ts_us'])}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -116,17 +114,13 @@ class Follower:
         watermark = None if newest is None else newest - self.store.watermark_us
         return {
             "source": self.source,
-            "updated_at": _iso(micros_to_ts(int(time.time() * 1e6))),
-            "data_up_to": _iso(micros_to_ts(newest)),
-            "watermark": _iso(micros_to_ts(watermark)),
+            "updated_at": format_ts(time.time()),
+            "data_up_to": ts_text(newest),
+            "watermark": ts_text(watermark),
             "window_seconds": self.store.window_seconds,
             "batches": int(m.get("batches") or 0),
             **{k: int(m.get(k) or 0) for k in ("lines", "events", "late", *inp.REJECT_KINDS)},
         }
-
-
-def _iso(value: Any) -> str | None:
-    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _stop_on_signals(query: StreamingQuery) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kproxy.analytics.report import stats_columns
 from kproxy.analytics.report_html import CSS, card, col, count, esc, ms_cell, node_or, stamp, table
 
 __all__ = ["render_follow_report"]
@@ -94,17 +95,7 @@ def render_follow_report(status: dict[str, Any], heads: dict[str, Rows]) -> str:
         ),
         _section(
             "Recovery time per window",
-            table(
-                [
-                    _WINDOW,
-                    ("recoveries", n("recoveries", count), True),
-                    ("p50", ms_cell("p50"), True),
-                    ("p90", ms_cell("p90"), True),
-                    ("p99", ms_cell("p99"), True),
-                    ("max", ms_cell("max"), True),
-                ],
-                heads.get("recovery_per_window", []),
-            ),
+            table(stats_columns(_WINDOW), heads.get("recovery_per_window", [])),
         ),
         _section(
             "Clients most affected",

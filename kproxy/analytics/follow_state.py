@@ -25,7 +25,6 @@ count them in the query's progress.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Final
 
 from pyspark.sql import DataFrame, SparkSession
@@ -36,8 +35,9 @@ from kproxy.analytics import inputs as inp
 from kproxy.analytics.output import join
 from kproxy.analytics.schema import event_columns, events_table_schema
 from kproxy.analytics.session import hadoop_path
+from kproxy.events import format_ts
 
-__all__ = ["LEADERSHIP_TYPES", "BatchStore", "micros_to_ts"]
+__all__ = ["LEADERSHIP_TYPES", "BatchStore", "ts_text"]
 
 LEADERSHIP_TYPES: Final = ("leader_change", "redirect", "recovery")
 
@@ -162,7 +162,6 @@ class BatchStore:
             raise OSError(f"cannot rename {src} to {dst}")
 
 
-def micros_to_ts(us: int | None) -> datetime.datetime | None:
-    if us is None:
-        return None
-    return datetime.datetime.fromtimestamp(us / 1e6, datetime.UTC)
+def ts_text(us: int | None) -> str | None:
+    """µs since the epoch as the event log writes a time (`kproxy.events.format_ts`)."""
+    return None if us is None else format_ts(us / 1e6)

@@ -64,11 +64,7 @@ def _windowed(store: BatchStore, events: DataFrame) -> dict[str, DataFrame]:
         .agg(F.count(F.lit(1)).alias("redirects"))
         .orderBy(desc_window, F.desc("redirects"), "topic"),
         "recovery_per_window": recoveries.groupBy("window_start")
-        .agg(
-            F.count(F.lit(1)).alias("recoveries"),
-            *tb.percentiles(F.col("ms")),
-            F.max("ms").alias("max"),
-        )
+        .agg(*tb.recovery_stats())
         .orderBy(desc_window),
         "events_per_window": counts.filter(~F.col("late"))
         .groupBy("window_start", "type")

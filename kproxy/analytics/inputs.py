@@ -50,6 +50,7 @@ __all__ = [
     "InputError",
     "check_inputs",
     "classify",
+    "file_lines",
     "observe_quality",
     "quality_from",
     "read_lines",
@@ -115,6 +116,13 @@ def check_inputs(
         raise InputError("no such topic: " + ", ".join(no_topic))
 
 
+def file_lines(text: DataFrame) -> DataFrame:
+    """A text source's rows (batch or streaming) as event lines: `value` and the `file`
+    it came from, blank lines dropped."""
+    lines = text.select("value", F.col("_metadata.file_path").alias("file"))
+    return lines.filter(F.trim(F.col("value")) != "")
+
+
 def read_lines(
     spark: SparkSession, inputs: list[str], kafka: dict[str, str] | None = None
 ) -> DataFrame:
@@ -124,12 +132,7 @@ def read_lines(
     topics = [parse_kafka_input(t) for t in inputs if is_kafka_input(t)]
     frames = []
     if paths:
-        lines = (
-            spark.read.option("recursiveFileLookup", "true")
-            .text(paths)
-            .select("value", F.col("_metadata.file_path").alias("file"))
-        )
-        frames.append(lines.filter(F.trim(F.col("value")) != ""))
+        frames.append(file_lines(spark.read.option("recursiveFileLookup", "true").text(paths)))
     if topics:
         frames.append(read_kafka_lines(spark, topics, kafka or {}))
     result = frames[0]

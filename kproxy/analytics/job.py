@@ -49,7 +49,7 @@ from kproxy.analytics.schema import event_columns, events_table_schema
 from kproxy.analytics.session import build_session, under_spark_submit
 from kproxy.analytics.summary import summary_json, summary_text
 
-__all__ = ["EXIT_INPUT", "analyze", "build_parser", "main", "run"]
+__all__ = ["EXIT_INPUT", "analyze", "build_parser", "main", "run", "run_args"]
 
 EXIT_INPUT = 2  # an input that names nothing (as kproxy's other usage errors)
 
@@ -276,21 +276,22 @@ def run(
         spark.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args: Any = build_parser().parse_args(argv)
-    if args.master is None and not under_spark_submit():
-        args.master = DEFAULT_MASTER
+def run_args(args: argparse.Namespace) -> int:
+    """The batch job or, with --follow, the streaming one, as the parsed arguments
+    (`kproxy.analytics.arguments`) say; the exit code."""
     if args.follow:
         from kproxy.analytics.follow import run_follow
 
         return run_follow(args)
-    return run(
-        list(args.inputs),
-        args.out,
-        args.master,
-        args.spark_ui,
-        kafka=kafka_options(args.kafka_option),
-    )
+    kafka = kafka_options(args.kafka_option)
+    return run(list(args.inputs), args.out, args.master, bool(args.spark_ui), kafka=kafka)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args: Any = build_parser().parse_args(argv)
+    if args.master is None and not under_spark_submit():
+        args.master = DEFAULT_MASTER
+    return run_args(args)
 
 
 if __name__ == "__main__":

@@ -185,7 +185,7 @@ def _redirect_section(a: Analysis, f: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _stats_columns(first: tuple[str, Cell, bool]) -> list[tuple[str, Cell, bool]]:
+def stats_columns(first: tuple[str, Cell, bool]) -> list[tuple[str, Cell, bool]]:
     return [
         first,
         ("recoveries", col("recoveries", count), True),
@@ -212,14 +212,14 @@ def _recovery_section(a: Analysis, f: dict[str, Any]) -> str:
     labels = {"all": "all", "with_endpoint": "with NodeEndpoints", "without_endpoint": "without"}
     head = [r for r in rows if r["scope"] in ("all", "path")]
     parts.append(
-        table(_stats_columns(("path", lambda r: labels.get(r["key"], r["key"]), False)), head)
+        table(stats_columns(("path", lambda r: labels.get(r["key"], r["key"]), False)), head)
     )
     per_client = [r for r in rows if r["scope"] == "client"]
     # The table holds every client; the rows collected are the head of it.
     clients_total = a.total_rows("recovery_percentiles") - len(head)
     parts.append("<h3>Per client id (most recoveries first)</h3>")
     client_id: Cell = lambda r: r["key"] if r["key"] is not None else "(none)"  # noqa: E731
-    parts.append(table(_stats_columns(("client id", client_id, False)), per_client, clients_total))
+    parts.append(table(stats_columns(("client id", client_id, False)), per_client, clients_total))
     return "".join(parts)
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "proxies",
     "recovery_curve",
     "recovery_percentiles",
+    "recovery_stats",
     "redirects_by_api",
     "redirects_by_route",
     "topic_names",
@@ -282,7 +283,8 @@ def _recovery_path() -> Column:
     return F.when(F.col("with_endpoint"), F.lit(WITH_ENDPOINT)).otherwise(F.lit(WITHOUT_ENDPOINT))
 
 
-def _recovery_stats() -> list[Column]:
+def recovery_stats() -> list[Column]:
+    """Count, exact p50/p90/p99, max and mean of `ms`: one group's recovery times."""
     return [
         F.count(F.lit(1)).alias("recoveries"),
         *percentiles(F.col("ms")),
@@ -294,11 +296,11 @@ def _recovery_stats() -> list[Column]:
 def recovery_percentiles(recoveries: DataFrame) -> DataFrame:
     """scope `all` (key `all`), `path` (key with_endpoint / without_endpoint) and
     `client` (key the client id, null when the client sent none)."""
-    overall = recoveries.agg(*_recovery_stats()).select(
+    overall = recoveries.agg(*recovery_stats()).select(
         F.lit("all").alias("scope"), F.lit("all").alias("key"), "*"
     )
-    by_path = recoveries.groupBy(_recovery_path().alias("key")).agg(*_recovery_stats())
-    by_client = recoveries.groupBy(F.col("client_id").alias("key")).agg(*_recovery_stats())
+    by_path = recoveries.groupBy(_recovery_path().alias("key")).agg(*recovery_stats())
+    by_client = recoveries.groupBy(F.col("client_id").alias("key")).agg(*recovery_stats())
     by_path = by_path.select(F.lit("path").alias("scope"), "*")
     by_client = by_client.select(F.lit("client").alias("scope"), "*")
     return (

@@ -15,6 +15,7 @@ started while traffic flows through kproxy "C" to the first.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 pq = pytest.importorskip("pyarrow.parquet")
 
+from kproxy.events import format_ts  # noqa: E402
 from tests.churn_traffic import churn_traffic, read_event_files  # noqa: E402
 from tests.integration.test_observability import metrics_sum, parse_exposition  # noqa: E402
 from tests.kproxy_process import REPO, KproxyProcess  # noqa: E402
@@ -215,7 +217,8 @@ def table(out: Path, name: str) -> list[dict[str, Any]]:
     return list(rounded(rows))
 
 
-BATCH_TABLES = (
+# The whole-run tables the follow job builds with the batch job's own functions.
+WHOLE_RUN_TABLES = (
     "event_counts",
     "leader_changes_by_topic",
     "leadership_by_broker",
@@ -224,9 +227,8 @@ BATCH_TABLES = (
     "recovery_percentiles",
     "clients",
     "topics",
-    "latency_by_api",
-    "connections",
 )
+BATCH_TABLES = (*WHOLE_RUN_TABLES, "latency_by_api", "connections")
 
 
 def test_the_topic_gives_exactly_the_figures_of_the_files(
@@ -249,6 +251,24 @@ def test_the_topic_gives_exactly_the_figures_of_the_files(
     assert rounded(from_topic) == rounded(from_files)
     for name in BATCH_TABLES:
         assert table(tmp_path / "topic", name) == table(tmp_path / "files", name), name
+
+
+def test_a_topic_the_cluster_does_not_have_is_one_line_and_exit_2(
+    pipeline: Pipeline, tmp_path: Path
+) -> None:
+    uri = f"kafka://{pipeline.reader.bootstrap}/no-such-topic"
+    result = subprocess.run(
+        [sys.executable, "-m", "kproxy", "analyze", uri, "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=SPARK_ENV,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert f"kproxy analyze: no such topic: {uri}\n" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert not (tmp_path / "out").exists()
 
 
 def follow_status(p: Pipeline) -> dict[str, Any]:
@@ -295,14 +315,7 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
     # The same figures as a batch run over the same events.
     batch_out = tmp_path / "batch"
     analyze([p.topic_uri], batch_out)
-    for name in (
-        "leader_changes_by_topic",
-        "leadership_by_broker",
-        "redirects_by_api",
-        "redirects_by_route",
-        "recovery_percentiles",
-        "clients",
-    ):
+    for name in WHOLE_RUN_TABLES:
         assert table(p.follow_out, name) == table(batch_out, name), name
     per_window = table(p.follow_out, "leader_changes_per_window")
     assert sum(r["moves"] for r in per_window) == sum(
@@ -310,11 +323,8 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
     )
 
     # An event older than the watermark: counted as late, in no window.
-    status = follow_status(p)
-    up_to = time.mktime(time.strptime(status["data_up_to"][:19], "%Y-%m-%dT%H:%M:%S"))
-    old = time.strftime(
-        "%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(up_to - time.timezone - 3 * WATERMARK_SECONDS)
-    )
+    up_to = datetime.datetime.fromisoformat(follow_status(p)["data_up_to"])
+    old = format_ts(up_to.timestamp() - 3 * WATERMARK_SECONDS)
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": p.reader.bootstrap})

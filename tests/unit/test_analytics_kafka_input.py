@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,21 @@ def test_the_live_report_says_how_far_the_data_reaches() -> None:
     assert "2026-11-23T10:01:02.000000Z" in page and "data up to" in page
     assert "&lt;t&gt;" in page and "<t>" not in page
     assert "1,234" in page
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["kafka://a:1/ev", "dir"], "--follow takes one input (a topic or a directory)"),
+        (["kafka://a:1"], "kafka://a:1: expected kafka://HOST:PORT[,HOST:PORT...]/TOPIC"),
+    ],
+)
+def test_bad_follow_inputs_are_one_line_and_exit_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kproxy.cli import main
+
+    code = main(["analyze", "--follow", *argv, "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"kproxy analyze: {message}" in err and "Traceback" not in err

@@ -52,7 +52,10 @@ def test_every_sink_gets_the_same_bytes_and_counts_its_own(tmp_path: Path) -> No
     sink = ListSink()
     counted: list[tuple[str, str]] = []
     log = EventLog(
-        tmp_path, sinks=[sink], instance="p-1", on_written=lambda s, t: counted.append((s, t))
+        tmp_path,
+        sinks=[sink],
+        instance="p-1",
+        on_written=lambda s, t, n: counted.extend([(s, t)] * n),
     )
     log.emit("redirect", {"topic": "t", "partition": 3, "api": "Produce"})
     log.emit("connection", {"action": "open"})

@@ -171,7 +171,7 @@ def test_full_queue_drops_and_counts_and_never_blocks(tmp_path: Path) -> None:
         queue_size=5,
         autostart=False,  # a writer that does not keep up at all
         on_dropped=lambda sink, n: dropped.append(n),
-        on_written=lambda sink, t: written.append(t),
+        on_written=lambda sink, t, n: written.extend([t] * n),
     )
     started = time.perf_counter()
     accepted = [log.emit("a", {"n": i}) for i in range(10_000)]
