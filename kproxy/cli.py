@@ -34,6 +34,7 @@ EXIT_USAGE = 2
 
 DEMO_HINT = "kproxy demo needs the demo extra: pip install 'kproxy[demo]'"
 ANALYZE_HINT = "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'"
+KAFKA_SINK_HINT = "events.sink kafka needs the kafka extra: pip install 'kproxy[kafka]'"
 
 logger = logging.getLogger("kproxy.cli")
 
@@ -118,6 +119,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.log_level is not None:
         settings = settings.model_copy(update={"log": LogSettings(level=args.log_level)})
+    events = settings.events
+    if events.enabled and "kafka" in events.sink and not _importable("confluent_kafka"):
+        # Said before starting, not as every event dropped once the writer tries.
+        _err(KAFKA_SINK_HINT)
+        return EXIT_USAGE
     configure_logging(settings.log.level)
     logger.info("kproxy %s starting with config %s", __version__, path)
     # Imported lazily: the proxy pulls in asyncio/uvloop/aiohttp, which the other

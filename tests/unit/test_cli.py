@@ -278,6 +278,18 @@ def test_demo_without_confluent_kafka(
     assert err == "kproxy demo needs the demo extra: pip install 'kproxy[demo]'\n"
 
 
+def test_a_kafka_sink_without_confluent_kafka_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "kproxy.yaml"
+    config.write_text("cluster: {bootstrap_servers: [a:1]}\nevents: {sink: [file, kafka]}\n")
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # makes the import fail
+    assert cli.main(["run", "--config", str(config)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "events.sink kafka needs the kafka extra: pip install 'kproxy[kafka]'\n"
+
+
 def test_demo_passes_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
 
