@@ -92,7 +92,8 @@ def add_analyze_arguments(p: argparse.ArgumentParser, *, default_master: str | N
         type=_count,
         default=3,
         metavar="N",
-        help="rewrite report.html every N triggers with data (default: 3)",
+        help="rewrite report.html every N triggers with data, and once the source has "
+        "nothing more waiting (default: 3)",
     )
 
 

@@ -7,10 +7,11 @@ Each trigger (`--trigger-seconds`) reads what arrived since the last one (Spark'
 Kafka source, or its file source for a directory: it takes each file once, when it
 appears, so follow a directory that files are moved into when complete), and
 `follow_state.BatchStore` writes that micro-batch's share exactly once. Every
-`--report-every` triggers with data, `follow_tables` rebuilds DIR/tables/ and
-DIR/report.html and DIR/status.json are rewritten with the current figures and the
-time the data reaches ("data up to"). SIGTERM or SIGINT stops the query between
-batches; a restart with the same DIR (and checkpoint) continues where it stopped.
+`--report-every` triggers with data, and whenever the source has nothing more waiting,
+`follow_tables` rebuilds DIR/tables/ and DIR/report.html and DIR/status.json are
+rewritten with the current figures and the time the data reaches ("data up to").
+SIGTERM or SIGINT stops the query between batches; a restart with the same DIR (and
+checkpoint) continues where it stopped.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class Follower:
         self.report_every = report_every
         self.source = source
         self.batches_with_data = 0
+        self.unreported = False  # stored batches the tables do not show yet
         self.lock = threading.Lock()
 
     def __call__(self, lines: DataFrame, batch_id: int) -> None:
@@ -82,11 +84,22 @@ class Follower:
                 file=sys.stderr,
                 flush=True,
             )
+            self.unreported = True
             if self.batches_with_data % self.report_every == 1 or self.report_every == 1:
                 self.refresh()
 
+    def caught_up(self, status: dict[str, Any]) -> None:
+        """Between triggers: once the source has nothing waiting, the tables show every
+        stored batch (the last batches of a backlog would otherwise wait for the next
+        report, which only comes with more data)."""
+        if self.unreported and not status.get("isDataAvailable", True):
+            with self.lock:
+                if self.unreported:
+                    self.refresh()
+
     def refresh(self) -> dict[str, Any]:
         """Rebuild the tables, status.json and report.html from everything stored."""
+        self.unreported = False
         heads = build_tables(self.store, self.out)
         status = self.status()
         spark = self.store.spark
@@ -167,7 +180,8 @@ def run_follow(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        query.awaitTermination()
+        while not query.awaitTermination(args.trigger_seconds):
+            follower.caught_up(query.status)
         if follower.batches_with_data:
             follower.refresh()  # the last figures, whatever the report cadence
         return 0
