@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -18,6 +19,7 @@ from kproxy.observability import Observability
 from kproxy.proxy.allocator import retain_freed_memory
 from kproxy.proxy.loop import new_event_loop
 from kproxy.proxy.proxy import Proxy
+from kproxy.tls import TlsSetupError
 
 if TYPE_CHECKING:
     from kproxy.config import Settings
@@ -79,6 +81,7 @@ async def serve(
             await admin.start()
             log.info("kproxy admin at http://%s/metrics", admin.address)
         await proxy.start()
+        _on_sighup(lambda: proxy.reload_certificates("SIGHUP"))
         observer.start_events(_own_bootstrap(settings, proxy.bootstrap_port))
         log.info(
             "kproxy bootstrap at %s:%d -> %s",
@@ -100,11 +103,23 @@ async def serve(
         )
         await proxy.stop(settings.shutdown.grace_seconds, stop.now)
     finally:
+        _on_sighup(None)
         if admin is not None:
             await admin.stop()
         # Writing out the event log's queue blocks: not on the event loop.
         await asyncio.to_thread(observer.close)
     return 0
+
+
+def _on_sighup(action: Callable[[], object] | None) -> None:
+    """Install (or remove) the SIGHUP handler; only the main thread can (the demo and
+    tests may serve from another)."""
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+        if action is None:
+            loop.remove_signal_handler(signal.SIGHUP)
+        else:
+            loop.add_signal_handler(signal.SIGHUP, action)
 
 
 def _own_bootstrap(settings: Settings, port: int) -> str:
@@ -129,6 +144,9 @@ def run_loop(settings: Settings, main: Callable[[Stop], Awaitable[int]]) -> int:
     except OSError as exc:
         log.error("kproxy cannot start: %s", describe(exc))
         return 1
+    except TlsSetupError as exc:
+        log.error("kproxy cannot start: %s", exc)
+        return 2
     finally:
         loop.close()
 

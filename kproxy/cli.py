@@ -88,7 +88,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_USAGE
     print(f"config OK: {path}")
-    for line in port_map(settings):
+    for line in [*port_map(settings), *tls_summary(settings)]:
         print(line)
     return 0
 
@@ -109,6 +109,25 @@ def port_map(settings: Settings) -> list[str]:
         lines.append(f"  node {node_id:<5} {lst.bind_host}:{port}")
     if settings.admin.enabled:
         lines.append(f"  admin      {settings.admin.bind_host}:{settings.admin.port or 'any'}")
+    return lines
+
+
+def tls_summary(settings: Settings) -> list[str]:
+    """What TLS each side speaks, for the operator reading check-config."""
+    lines = []
+    served = settings.listeners.tls
+    if served is not None:
+        auth = served.effective_client_auth
+        certs = {"none": "", "optional": ", client certificates verified when sent"}
+        lines.append(
+            f"  clients    TLS {served.min_version}+"
+            + certs.get(auth, ", client certificate required")
+        )
+    upstream = settings.cluster.tls
+    if upstream is not None:
+        names = "verified" if upstream.verify_hostname else "NOT verified"
+        mtls = ", client certificate" if upstream.certificate else ""
+        lines.append(f"  brokers    TLS {upstream.min_version}+, names {names}{mtls}")
     return lines
 
 

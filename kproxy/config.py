@@ -33,7 +33,9 @@ from pydantic import (
 
 from kproxy.config_errors import FILE_PATH, ConfigError, describe_validation_error, key_segment
 from kproxy.config_events import EventSettings, KafkaSinkSettings
+from kproxy.config_sasl import ClusterSaslSettings
 from kproxy.config_section import Section
+from kproxy.config_tls import ClusterTlsSettings, ListenerTlsSettings
 from kproxy.config_types import (
     Bool,
     BrokerAddress,
@@ -60,13 +62,16 @@ from kproxy.hostport import (
 __all__ = [
     "LOG_LEVELS",
     "AdminSettings",
+    "ClusterSaslSettings",
     "ClusterSettings",
+    "ClusterTlsSettings",
     "ConfigError",
     "EventSettings",
     "HostPort",
     "KafkaSinkSettings",
     "LimitSettings",
     "ListenerSettings",
+    "ListenerTlsSettings",
     "LogSettings",
     "MetricsSettings",
     "RuntimeSettings",
@@ -94,6 +99,14 @@ class ClusterSettings(Section):
         "(same port)",
     )
     connect_timeout_seconds: PositiveSeconds = 10.0
+    tls: ClusterTlsSettings | None = Field(
+        None, description="TLS to the brokers (absent: plaintext)"
+    )
+    sasl: ClusterSaslSettings | None = Field(
+        None,
+        description="kproxy's own authentication (discovery) on a SASL listener; clients "
+        "authenticate for themselves through kproxy either way",
+    )
     _exact: dict[HostPort, HostPort] = PrivateAttr(default_factory=dict)
     _by_host: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -157,6 +170,9 @@ class ListenerSettings(Section):
         "client",
         description="client: refuse the controller plane (what brokers and controllers send "
         "each other); controller: serve it too, for a KRaft quorum dialled through kproxy",
+    )
+    tls: ListenerTlsSettings | None = Field(
+        None, description="TLS on the bootstrap and node listeners (absent: plaintext)"
     )
 
     @model_validator(mode="before")

@@ -186,6 +186,22 @@ UPSTREAM_CONNECT_FAILURES = MetricSpec(
     ("reason",),
     "Failed attempts to reach a broker.",
 )
+TLS_HANDSHAKE_FAILURES = MetricSpec(
+    "kproxy_tls_handshake_failures_total",
+    COUNTER,
+    ("side", "reason"),
+    "Failed TLS handshakes, with clients (side client) or brokers (side upstream), by "
+    "reason: not_tls, no_certificate, untrusted_certificate, certificate_expired, "
+    "certificate_not_yet_valid, hostname_mismatch (kproxy refused the peer's certificate), "
+    "refused_by_peer (the peer refused kproxy's), protocol_version, timeout, closed, other.",
+)
+TLS_RELOADS = MetricSpec(
+    "kproxy_tls_reloads_total",
+    COUNTER,
+    ("result",),
+    "Loads of the listeners' TLS certificates after start (SIGHUP or a changed file), by "
+    "result: success, or failure (the running certificates stay).",
+)
 EVENTS_WRITTEN = MetricSpec(
     "kproxy_events_written_total",
     COUNTER,

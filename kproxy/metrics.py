@@ -104,6 +104,8 @@ class KproxyMetrics:
         self.accept_errors = cast(Counter, made[specs.ACCEPT_ERRORS])
         self.requests_held = cast(Counter, made[specs.REQUESTS_HELD])
         self.upstream_connect_failures = cast(Counter, made[specs.UPSTREAM_CONNECT_FAILURES])
+        self.tls_handshake_failures = cast(Counter, made[specs.TLS_HANDSHAKE_FAILURES])
+        self.tls_reloads = cast(Counter, made[specs.TLS_RELOADS])
         self.events_written = cast(Counter, made[specs.EVENTS_WRITTEN])
         self.events_dropped = cast(Counter, made[specs.EVENTS_DROPPED])
         self.cluster_reached = cast(Gauge, made[specs.CLUSTER_REACHED])

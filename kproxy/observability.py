@@ -161,6 +161,12 @@ class Observability(ProxyObserver):
     def upstream_connect_failed(self, address: str, reason: str) -> None:
         self.metrics.upstream_connect_failures.labels(reason).inc()
 
+    def tls_handshake_failed(self, side: str, reason: str) -> None:
+        self.metrics.tls_handshake_failures.labels(side, reason).inc()
+
+    def tls_reloaded(self, result: str) -> None:
+        self.metrics.tls_reloads.labels(result).inc()
+
     def frame(self, api_key: int, direction: str, size: int) -> None:
         self.metrics.frame(api_key, direction, size)
 

@@ -1,6 +1,6 @@
 """A listener that answers every Metadata request (any version kio knows) with a fixed
-broker list, encoded by kio: the cluster that discovery and the admin server meet in
-tests without a real broker."""
+broker list, and ApiVersions (discovery's probe) with Metadata's range, encoded by kio:
+the cluster that discovery and the admin server meet in tests without a real broker."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import struct
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from tests.kio_support import decode_request_frame, encode_response_frame, kio_message_class
 from tests.scripted_broker import Sub, build
@@ -32,6 +34,17 @@ def metadata_answer(version: int, brokers: Brokers) -> Any:
     )
 
 
+def api_versions_answer(version: int) -> Any:
+    cls = kio_message_class(18, version, "response")
+    assert cls is not None, f"kio has no ApiVersions v{version} response"
+    return build(
+        cls,
+        error_code=ErrorCode.none,
+        api_keys=Sub(lambda c: (build(c, api_key=3, min_version=0, max_version=12),)),
+        throttle_time=datetime.timedelta(0),
+    )
+
+
 @asynccontextmanager
 async def metadata_broker(
     brokers: Callable[[int], Brokers], seen: list[int] | None = None
@@ -50,10 +63,13 @@ async def metadata_broker(
                 api_key, version, corr, _client, _msg = decode_request_frame(frame)
                 if seen is not None:
                     seen.append(api_key)
-                assert api_key == 3, f"only Metadata is scripted, not api {api_key}"
-                writer.write(
-                    encode_response_frame(metadata_answer(version, brokers(port[0])), corr)
+                assert api_key in (3, 18), f"only Metadata is scripted, not api {api_key}"
+                answer = (
+                    metadata_answer(version, brokers(port[0]))
+                    if api_key == 3
+                    else api_versions_answer(version)
                 )
+                writer.write(encode_response_frame(answer, corr))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass

@@ -15,6 +15,7 @@ from kproxy.proxy.readgate import ReadGate
 from kproxy.proxy.services import ConnectionServices
 from kproxy.proxy.upstream import UpstreamConnection, dial
 from kproxy.session import ProxySession
+from kproxy.tls import TlsServerLayer
 
 log = logging.getLogger("kproxy.connection")
 _now = time.perf_counter
@@ -37,6 +38,8 @@ class ClientConnection(asyncio.Protocol):
         self.opened_at = self.last_active = _now()
         self.dialled = False
         self._dial_task: asyncio.Task[None] | None = None
+        tls = services.client_tls
+        self.tls = TlsServerLayer(tls.context) if tls is not None else None
         self._reading = ReadGate()
         self._pending: list[bytes | memoryview] = []  # requests before the broker is there
 
@@ -52,15 +55,22 @@ class ClientConnection(asyncio.Protocol):
             self.peer = f"{peer[0]}:{peer[1]}"
         self.services.registry.opened(self)
 
+    @property
+    def handshaking(self) -> bool:
+        return self.tls is not None and not self.tls.established
+
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        if self.tls is not None:
+            data = self._decrypt(data)
+            if not data:
+                return
         now = self.last_active = _now()
         svc = self.services
         step = self.session.client_bytes(data, now)
-        transport = self.transport
-        if step.to_client and transport is not None:
-            transport.writelines(step.to_client)
+        if step.to_client:
+            self._write_client(step.to_client)
         svc.observe_requests(step.requests)
         if step.close is not None:
             svc.failed(self, step.close)
@@ -73,6 +83,31 @@ class ClientConnection(asyncio.Protocol):
             self._pause("in_flight")
         if self.draining and not self.session.streaming_request:
             self._pause("draining")
+
+    def _decrypt(self, data: bytes) -> bytes:
+        """TLS from the client: answer the handshake, return the plaintext (b"" for none
+        yet, or when the connection ends here)."""
+        assert self.tls is not None
+        received = self.tls.receive(data)
+        transport = self.transport
+        if received.to_peer and transport is not None:
+            transport.write(received.to_peer)
+        if received.failure is not None:
+            self.services.tls_failed(self, received.failure)
+            return b""
+        if received.closed:
+            self.close("client_closed")
+            return b""
+        return received.plaintext
+
+    def _write_client(self, chunks: list[bytes | memoryview]) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        if self.tls is None:
+            transport.writelines(chunks)
+        else:
+            transport.write(self.tls.send(chunks))
 
     def _to_upstream(self, chunks: list[bytes | memoryview]) -> None:
         upstream = self.upstream
@@ -135,7 +170,7 @@ class ClientConnection(asyncio.Protocol):
             return
         if not step.responses and not step.to_client:
             return
-        transport.writelines(step.to_client)
+        self._write_client(step.to_client)
         if step.to_upstream:
             self._to_upstream(step.to_upstream)
         svc.observe_responses(step, self.node_id, _now())
@@ -175,6 +210,8 @@ class ClientConnection(asyncio.Protocol):
         if self._dial_task is not None and not self._dial_task.done():
             self._dial_task.cancel()
         if self.transport is not None:
+            if self.tls is not None:
+                self.transport.write(self.tls.close())
             self.transport.close()
         if self.upstream is not None:
             self.upstream.close()

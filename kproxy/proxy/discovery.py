@@ -10,22 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+from typing import TYPE_CHECKING
 
 from kproxy.describe import describe
 from kproxy.hostport import format_host_port
 from kproxy.protocol.errors import ProtocolError
-from kproxy.protocol.frames import FrameReader
-from kproxy.protocol.headers import parse_response_header
-from kproxy.protocol.requests import metadata_v1_request
-from kproxy.protocol.walker import Endpoint, walk
+from kproxy.protocol.walker import Endpoint
 from kproxy.proxy.listeners import ListenerSet
 from kproxy.proxy.mapping import AddressMap
 from kproxy.proxy.observer import ProxyObserver
+from kproxy.proxy.own_connection import MetadataRefused, fetch_brokers
+from kproxy.sasl import SaslFailed
+from kproxy.tls import failure_reason as tls_failure_reason
+from kproxy.tls import failure_text as tls_failure_text
+
+if TYPE_CHECKING:
+    from kproxy.config_sasl import ClusterSaslSettings
 
 log = logging.getLogger("kproxy.discovery")
 
 METADATA_REFRESH_SECONDS = 30.0
-METADATA = 3
 
 
 class NodeReports:
@@ -64,8 +69,13 @@ class ClusterDiscovery:
         reports: NodeReports,
         max_frame_bytes: int,
         connect_timeout: float,
+        tls: ssl.SSLContext | None = None,
+        sasl: ClusterSaslSettings | None = None,
     ) -> None:
         self.addresses = addresses
+        self.tls = tls
+        self.sasl = sasl
+        self._refusal_logged = False
         self.listeners = listeners
         self.reports = reports
         self.max_frame_bytes = max_frame_bytes
@@ -98,23 +108,49 @@ class ClusterDiscovery:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            for host, port in self.addresses.bootstrap_order():
+            for target in self.addresses.bootstrap_order():
+                address = format_host_port(target.host, target.port)
                 try:
                     brokers = await asyncio.wait_for(
-                        fetch_brokers(host, port, self.max_frame_bytes), self.connect_timeout
+                        fetch_brokers(
+                            target, self.max_frame_bytes, self.tls, self.sasl, self.mark_reached
+                        ),
+                        self.connect_timeout,
                     )
-                except (TimeoutError, OSError, ProtocolError) as exc:
-                    log.warning(
-                        "metadata from %s failed: %s", format_host_port(host, port), describe(exc)
-                    )
-                    self.reports.observer.upstream_connect_failed(
-                        format_host_port(host, port), "metadata"
-                    )
+                except MetadataRefused:
+                    self._refused(address)
+                    return True  # reached; nodes come from the answers clients get
+                except (TimeoutError, OSError, ProtocolError, SaslFailed) as exc:
+                    self._failed(address, exc)
                     continue
                 self.apply_brokers(brokers)
                 self.mark_reached()
                 return True
         return False
+
+    def _failed(self, address: str, exc: BaseException) -> None:
+        observer = self.reports.observer
+        reason = "metadata"
+        if isinstance(exc, ssl.SSLError):
+            observer.tls_handshake_failed("upstream", tls_failure_reason(exc))
+            why = f"TLS: {tls_failure_text(exc)}"
+        elif isinstance(exc, SaslFailed):
+            reason, why = "sasl", f"authentication failed: {exc}"
+        else:
+            why = describe(exc)
+        log.warning("metadata from %s failed: %s", address, why)
+        observer.upstream_connect_failed(address, reason)
+
+    def _refused(self, address: str) -> None:
+        if not self._refusal_logged:
+            self._refusal_logged = True
+            log.warning(
+                "%s answers ApiVersions but closed kproxy's Metadata request: a SASL "
+                "listener, and no cluster.sasl? kproxy serves clients anyway and learns the "
+                "brokers from the answers it relays to them (set cluster.sasl to list them "
+                "before any client asks)",
+                address,
+            )
 
     async def run(self) -> None:
         delay = 1.0
@@ -122,23 +158,3 @@ class ClusterDiscovery:
             ok = await self.refresh()
             delay = METADATA_REFRESH_SECONDS if ok else min(delay * 2, METADATA_REFRESH_SECONDS)
             await asyncio.sleep(delay)
-
-
-async def fetch_brokers(host: str, port: int, max_frame_bytes: int) -> list[Endpoint]:
-    """kproxy's own Metadata request: the cluster's brokers as the bootstrap sees them."""
-    reader, writer = await asyncio.open_connection(host, port)
-    try:
-        writer.write(metadata_v1_request(1))
-        await writer.drain()
-        frames = FrameReader(max_frame_bytes)
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                raise ConnectionError("broker closed the connection before answering")
-            got = frames.feed(data)
-            if got:
-                frame = got[0]
-                _, body = parse_response_header(frame, 0)
-                return walk(frame, body, METADATA, 1, False).endpoints
-    finally:
-        writer.close()

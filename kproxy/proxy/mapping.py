@@ -9,12 +9,21 @@ instead, while clients only ever see kproxy's own addresses.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kproxy.hostport import HostPort
 
 if TYPE_CHECKING:
     from kproxy.config import ClusterSettings, ListenerSettings
+
+
+class DialTarget(NamedTuple):
+    """Where kproxy connects for a broker, and the name the broker goes by: TLS sends it
+    (SNI) and checks the certificate against it, whatever address is dialled."""
+
+    host: str
+    port: int
+    name: str
 
 
 class AddressMap:
@@ -67,9 +76,9 @@ class AddressMap:
         self.advertised[node_id] = (host, port)
         return True
 
-    def node_dial_address(self, node_id: int) -> HostPort | None:
+    def node_dial_target(self, node_id: int) -> DialTarget | None:
         adv = self.advertised.get(node_id)
-        return None if adv is None else self.dial_address(*adv)
+        return None if adv is None else DialTarget(*self.dial_address(*adv), adv[0])
 
     def cluster_address(self, host: str, port: int) -> HostPort:
         """Requests travel to the cluster: kproxy's own addresses become the real ones."""
@@ -81,10 +90,10 @@ class AddressMap:
                     return adv
         return host, port
 
-    def bootstrap_order(self) -> list[HostPort]:
+    def bootstrap_order(self) -> list[DialTarget]:
         """Bootstrap servers, rotated so that connections spread across them."""
         n = len(self.bootstrap)
         start = self._next_bootstrap % n
         self._next_bootstrap += 1
         order = self.bootstrap[start:] + self.bootstrap[:start]
-        return [self.dial_address(h, p) for h, p in order]
+        return [DialTarget(*self.dial_address(h, p), h) for h, p in order]

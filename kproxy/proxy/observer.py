@@ -33,6 +33,12 @@ class ProxyObserver:
     def upstream_connect_failed(self, address: str, reason: str) -> None:
         pass
 
+    def tls_handshake_failed(self, side: str, reason: str) -> None:
+        """A TLS handshake with a client or a broker failed (`kproxy.tls.failure_reason`)."""
+
+    def tls_reloaded(self, result: str) -> None:
+        """The listeners' certificates were loaded again (success) or could not be."""
+
     def frame(self, api_key: int, direction: str, size: int) -> None:
         pass
 

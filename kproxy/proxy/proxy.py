@@ -22,9 +22,11 @@ from kproxy.proxy.observer import ProxyObserver
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import ConnectionRegistry
 from kproxy.proxy.services import ConnectionServices
+from kproxy.proxy.tls_reload import CertificateReloader
 from kproxy.proxy.upstream import FD_EXHAUSTED
 from kproxy.session import SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
+from kproxy.tls import ServerTls, client_context
 
 if TYPE_CHECKING:
     from kproxy.config import Settings
@@ -44,12 +46,28 @@ class Proxy:
         self.listeners = ListenerSet(lst.bind_host, self.addresses, self._new_connection)
         self.reports = NodeReports(self.addresses, self.observer, lst.max_node_id)
         connect_timeout = float(settings.cluster.connect_timeout_seconds)
+        # TLS files are read here: one that cannot be loaded stops kproxy before it listens.
+        self.client_tls = ServerTls(lst.tls) if lst.tls is not None else None
+        self.certificates = (
+            CertificateReloader(self.client_tls, self.observer) if self.client_tls else None
+        )
+        upstream_tls = None
+        if settings.cluster.tls is not None:
+            upstream_tls = client_context(settings.cluster.tls)
+            if not settings.cluster.tls.verify_hostname:
+                log.warning(
+                    "cluster.tls.verify_hostname is false: kproxy does not check that a "
+                    "broker's certificate names that broker; anyone with a certificate from "
+                    "the trusted CAs can stand in for any broker"
+                )
         self.discovery = ClusterDiscovery(
             self.addresses,
             self.listeners,
             self.reports,
             limits.max_frame_bytes,
             connect_timeout,
+            upstream_tls,
+            settings.cluster.sasl,
         )
         self.registry = ConnectionRegistry(
             self.observer,
@@ -69,6 +87,8 @@ class Proxy:
             CLIENT_REFUSED_APIS if lst.role == "client" else frozenset(),
             limits.write_buffer_high_bytes,
             connect_timeout,
+            self.client_tls,
+            upstream_tls,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._accept_errors = RateLimitedLog(log)
@@ -88,6 +108,12 @@ class Proxy:
             loop.create_task(self.discovery.run()),
             loop.create_task(self.registry.run_sweeps()),
         ]
+        if self.certificates is not None:
+            self._tasks.append(loop.create_task(self.certificates.watch()))
+
+    def reload_certificates(self, trigger: str) -> bool:
+        """SIGHUP: load the listeners' TLS files again (True when there are none)."""
+        return self.certificates is None or self.certificates.reload(trigger)
 
     def _count_accept_errors(self, loop: asyncio.AbstractEventLoop) -> None:
         """The standard loop reports a refused accept (EMFILE, ENFILE) to its exception
@@ -122,6 +148,8 @@ class Proxy:
         broker answers it within its max wait). Returns as soon as every connection is
         closed; `grace_seconds` is a cap, and `now` being set cuts it short."""
         self.discovery.running = False
+        if self.certificates is not None:
+            self.certificates.running = False
         self.listeners.stop_accepting()
         self.registry.drain()
         waits = [asyncio.ensure_future(self.registry.empty.wait())]

@@ -29,6 +29,9 @@ class Connection(Protocol):
     dialled: bool
     closed: bool
 
+    @property
+    def handshaking(self) -> bool: ...
+
     def drain(self) -> None: ...
 
     def close(self, cause: str) -> None: ...
@@ -112,6 +115,9 @@ class ConnectionRegistry:
         now = _now()
         for conn in list(self.connections):
             if not conn.dialled and now - conn.opened_at > self.first_request_timeout:
+                if conn.handshaking:
+                    self._handshake_timeout(conn)
+                    continue
                 self.refusals.warning(
                     "first_request_timeout",
                     "closing client %s on %s: no whole request within %.0f s",
@@ -128,6 +134,17 @@ class ConnectionRegistry:
                     now - conn.last_active,
                 )
                 conn.close("idle_timeout")
+
+    def _handshake_timeout(self, conn: Connection) -> None:
+        self.observer.tls_handshake_failed("client", "timeout")
+        self.refusals.warning(
+            "tls_handshake_timeout",
+            "closing client %s on %s: TLS handshake not finished within %.0f s",
+            conn.peer,
+            conn.listener,
+            self.first_request_timeout,
+        )
+        conn.close("tls_handshake_timeout")
 
     async def run_sweeps(self) -> None:
         interval = min(self.idle_timeout, self.first_request_timeout) / 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import ssl
 
 from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
 from kproxy.proxy.listeners import ListenerSet
@@ -11,6 +12,9 @@ from kproxy.proxy.observer import ProxyObserver
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import Connection, ConnectionRegistry
 from kproxy.session import SessionClose, SessionLimits, UpstreamStep
+from kproxy.tls import ServerTls
+from kproxy.tls import failure_reason as tls_failure_reason
+from kproxy.tls import failure_text as tls_failure_text
 
 log = logging.getLogger("kproxy.connection")
 
@@ -30,6 +34,8 @@ class ConnectionServices:
         refused_apis: frozenset[int],
         write_buffer_high: int,
         connect_timeout: float,
+        client_tls: ServerTls | None = None,
+        upstream_tls: ssl.SSLContext | None = None,
     ) -> None:
         self.addresses = addresses
         self.listeners = listeners
@@ -41,7 +47,10 @@ class ConnectionServices:
         self.refused_apis = refused_apis  # by this proxy's listeners (listeners.role)
         self.write_buffer_high = write_buffer_high
         self.connect_timeout = connect_timeout
+        self.client_tls = client_tls  # listeners.tls: clients handshake before anything
+        self.upstream_tls = upstream_tls  # cluster.tls
         self.held_log = RateLimitedLog(log)
+        self.tls_log = RateLimitedLog(log)
 
     def requests_held(self, conn: Connection, count: int) -> None:
         """A client pipelined past the in-flight limit: the rest wait, reading pauses."""
@@ -73,6 +82,20 @@ class ConnectionServices:
             why.message,
         )
         conn.close(why.cause)
+
+    def tls_failed(self, conn: Connection, exc: BaseException) -> None:
+        """A client's TLS handshake failed: close it with a log line and a metric."""
+        reason = tls_failure_reason(exc)
+        self.observer.tls_handshake_failed("client", reason)
+        self.tls_log.warning(
+            reason,
+            "closing client %s on %s: TLS handshake failed (%s): %s",
+            conn.peer,
+            conn.listener,
+            reason,
+            tls_failure_text(exc),
+        )
+        conn.close("tls_handshake_failed")
 
     def observe_requests(self, requests: list[tuple[int, int]]) -> None:
         frame = self.observer.frame

@@ -10,13 +10,17 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import ssl
 from typing import Protocol, cast
 
 from kproxy.describe import describe
-from kproxy.hostport import HostPort, format_host_port
+from kproxy.hostport import format_host_port
+from kproxy.proxy.mapping import DialTarget
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.services import ConnectionServices
 from kproxy.session import ProxySession
+from kproxy.tls import failure_reason as tls_failure_reason
+from kproxy.tls import failure_text as tls_failure_text
 
 log = logging.getLogger("kproxy.connection")
 # A client retrying against a dead broker would write a warning per attempt: one per
@@ -48,6 +52,8 @@ def failure_reason(exc: BaseException) -> str:
     """The bounded label of a failed dial, for kproxy_upstream_connect_failures_total."""
     if isinstance(exc, TimeoutError):
         return "timeout"
+    if isinstance(exc, ssl.SSLError):
+        return "tls"
     if isinstance(exc, OSError) and exc.errno in FD_EXHAUSTED:
         return "fd_exhausted"
     return "refused"
@@ -108,14 +114,14 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
     """Connect to the broker the client's listener stands for (any bootstrap server for
     the bootstrap listener); None, with the client closed, when none answers."""
     svc = client.services
-    targets: list[HostPort]
+    targets: list[DialTarget]
     if client.node_id is None:
         targets = svc.addresses.bootstrap_order()
     else:
-        target = svc.addresses.node_dial_address(client.node_id)
+        target = svc.addresses.node_dial_target(client.node_id)
         if target is None:
             await svc.discovery.refresh()
-            target = svc.addresses.node_dial_address(client.node_id)
+            target = svc.addresses.node_dial_target(client.node_id)
         if target is None:
             log.warning(
                 "client %s on %s: node %d is unknown to the cluster; closing",
@@ -127,23 +133,31 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
             return None
         targets = [target]
     loop = asyncio.get_running_loop()
-    for host, port in targets:
+    tls = svc.upstream_tls
+    for host, port, name in targets:
         if client.closed:
             return None
         address = format_host_port(host, port)
         try:
             _, upstream = await asyncio.wait_for(
-                loop.create_connection(lambda: UpstreamConnection(client), host, port),
+                loop.create_connection(
+                    lambda: UpstreamConnection(client),
+                    host,
+                    port,
+                    ssl=tls,
+                    server_hostname=name if tls is not None else None,
+                ),
                 svc.connect_timeout,
             )
         except (TimeoutError, OSError) as exc:
             svc.observer.upstream_connect_failed(address, failure_reason(exc))
+            if isinstance(exc, ssl.SSLError):
+                svc.observer.tls_handshake_failed("upstream", tls_failure_reason(exc))
+                why = f"TLS handshake with {name} failed: {tls_failure_text(exc)}"
+            else:
+                why = describe(exc)
             _unreachable.warning(
-                address,
-                "upstream %s unreachable for client %s: %s",
-                address,
-                client.peer,
-                describe(exc),
+                address, "upstream %s unreachable for client %s: %s", address, client.peer, why
             )
             continue
         if client.closed:

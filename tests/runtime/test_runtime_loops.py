@@ -10,6 +10,7 @@ the others.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import struct
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -25,6 +26,7 @@ from kproxy.proxy.loop import new_event_loop
 from kproxy.proxy.proxy import Proxy
 from tests.kio_support import decode_response_frame, encode_request_frame
 from tests.metadata_broker import metadata_broker
+from tests.tls_material import TlsMaterial
 
 LOOPS = ["uvloop", "asyncio"]
 ADVERTISED = "broker-1.runtime.invalid"
@@ -135,6 +137,83 @@ def test_garbage_closes_only_its_own_connection(loop_name: str, tmp_path: Any) -
                 assert size > 0
                 await healthy_reader.readexactly(size)
                 healthy_writer.close()
+            finally:
+                await proxy.stop(0.5)
+                observer.close()
+
+    run_on(loop_name, main)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_tls_clients_are_served_and_a_failed_handshake_is_counted(
+    loop_name: str, tmp_path: Any
+) -> None:
+    """TLS on kproxy's listeners on both loops: the client speaks at once after
+    connecting (the ClientHello may arrive before kproxy's first callback; uvloop starts
+    reading right after `connection_made`), is served on the bootstrap and node ports,
+    and a client without the required certificate is refused and counted."""
+    certs = TlsMaterial(tmp_path / "certs")
+    served, client = certs.proxy(), certs.client()
+    context = ssl.create_default_context(cafile=str(certs.proxy_ca_file))
+    context.load_cert_chain(str(client.certificate), str(client.key))
+    bare = ssl.create_default_context(cafile=str(certs.proxy_ca_file))
+
+    async def tls_round_trip(port: int, corr: int, ctx: ssl.SSLContext) -> MetadataResponse:
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=ctx, server_hostname="127.0.0.1"
+        )
+        try:
+            request = MetadataRequest(
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+            writer.write(encode_request_frame(request, corr, "runtime-tls"))
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            frame = struct.pack(">i", size) + await reader.readexactly(size)
+            _, msg = decode_response_frame(MetadataResponse, frame)
+            assert isinstance(msg, MetadataResponse)
+            return msg
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        async with scripted_broker([]) as broker_port:
+            settings = parse_config(
+                {
+                    "admin": {"enabled": False},
+                    "events": {"enabled": False, "dir": str(tmp_path)},
+                    "runtime": {"event_loop": loop_name},
+                    "cluster": {
+                        "bootstrap_servers": [f"127.0.0.1:{broker_port}"],
+                        "dial_overrides": {ADVERTISED: "127.0.0.1"},
+                    },
+                    "listeners": {
+                        "bootstrap_port": 0,
+                        "broker_port_base": 0,
+                        "tls": {
+                            "certificate": str(served.certificate),
+                            "key": str(served.key),
+                            "client_ca": str(certs.proxy_ca_file),
+                        },
+                    },
+                }
+            )
+            observer = Observability(settings, runtime_collectors=False)
+            proxy = Proxy(settings, observer)
+            await proxy.start()
+            try:
+                answer = await tls_round_trip(proxy.bootstrap_port, 3, context)
+                node_port = proxy.listeners.by_name["node-1"].port
+                assert answer.brokers[0].port == node_port
+                assert (await tls_round_trip(node_port, 4, context)).brokers[0].port == node_port
+                with pytest.raises((ssl.SSLError, ConnectionError, asyncio.IncompleteReadError)):
+                    await tls_round_trip(proxy.bootstrap_port, 5, bare)
+                failures = observer.metrics.value(
+                    "kproxy_tls_handshake_failures_total",
+                    {"side": "client", "reason": "no_certificate"},
+                )
+                assert failures == 1
             finally:
                 await proxy.stop(0.5)
                 observer.close()

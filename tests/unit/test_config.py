@@ -566,9 +566,9 @@ def test_admin_port_collision_ignored_when_disabled_or_os_chosen() -> None:
 
 ALLOWED = {
     "": "cluster, listeners, limits, admin, metrics, events, shutdown, log, runtime",
-    "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds",
+    "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds, tls, sasl",
     "listeners": "bind_host, advertised_host, bootstrap_port, broker_port_base,"
-    " node_port_overrides, max_node_id, role",
+    " node_port_overrides, max_node_id, role, tls",
     "limits": (
         "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests, allocator_retain_bytes,"
         " max_connections, max_connections_per_client_ip, idle_timeout_seconds,"

@@ -48,6 +48,8 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.requests_held.labels("bootstrap").inc(3)
     m.config_values_redacted.labels("DescribeConfigs").inc(2)
     m.upstream_connect_failures.labels("refused").inc()
+    m.tls_handshake_failures.labels("client", "not_tls").inc()
+    m.tls_reloads.labels("success").inc()
     m.event_written("file", "redirect")
     m.event_dropped("file", 2)
     m.nodes_discovered.inc()

@@ -1,0 +1,357 @@
+"""A SASL cluster behind kproxy: real Apache Kafka whose client listener is
+SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and OAUTHBEARER (the broker's unsecured JWT
+validator), ACLs enforced by the StandardAuthorizer and re-authentication every few
+seconds (KIP-368). Clients authenticate for themselves through kproxy; kproxy's own
+discovery authenticates with `cluster.sasl`, or without it learns the brokers from the
+answers it relays.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.java_perf import java_produce
+from tests.kproxy_process import KproxyProcess
+from tests.peers.kafka_cluster import KafkaCluster
+from tests.peers.net import wait_until
+
+pytestmark = [pytest.mark.peers, pytest.mark.slow]
+
+PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "kproxy": "kproxy-secret"}
+REAUTH_MS = 2000
+TOPIC = "sasl-data"
+MESSAGES = 300
+
+
+def _jaas_plain() -> str:
+    users = " ".join(f'user_{name}="{pw}"' for name, pw in PASSWORDS.items())
+    return f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    prefix = "listener.name.external."
+    config = {
+        "listener.security.protocol.map": (
+            "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT"
+        ),
+        f"{prefix}sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
+        f"{prefix}plain.sasl.jaas.config": _jaas_plain(),
+        f"{prefix}scram-sha-256.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
+        f"{prefix}oauthbearer.sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+        ),
+        "connections.max.reauth.ms": REAUTH_MS,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        # The harness's own listeners are PLAINTEXT (principal ANONYMOUS).
+        "super.users": "User:ANONYMOUS;User:kproxy",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+    with KafkaCluster(
+        nodes=2, heap="384m", broker_config=config, workdir=tmp_path_factory.mktemp("kafka")
+    ) as cluster:
+        _users_and_acls(cluster)
+        cluster.create_topic(TOPIC, 2, 2)
+        yield cluster
+
+
+def _users_and_acls(kafka: KafkaCluster) -> None:
+    """SCRAM credentials for every user; alice and bob may use the topics, only alice
+    her consumer groups."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = kafka.admin()
+    upserts = [
+        UserScramCredentialUpsertion(
+            name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), pw.encode()
+        )
+        for name, pw in PASSWORDS.items()
+    ]
+    for future in admin.alter_user_scram_credentials(upserts).values():
+        future.result(30)
+    bindings = []
+    for user in ("alice", "bob"):
+        for op in (AclOperation.ALL,):
+            bindings.append(
+                AclBinding(
+                    ResourceType.TOPIC,
+                    "sasl-",
+                    ResourcePatternType.PREFIXED,
+                    f"User:{user}",
+                    "*",
+                    op,
+                    AclPermissionType.ALLOW,
+                )
+            )
+    bindings.append(
+        AclBinding(
+            ResourceType.GROUP,
+            "alice-",
+            ResourcePatternType.PREFIXED,
+            "User:alice",
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.ALLOW,
+        )
+    )
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+
+
+def kproxy_for(tmp: Path, kafka: KafkaCluster, **cluster: Any) -> KproxyProcess:
+    return KproxyProcess(
+        tmp,
+        kafka.external_bootstrap.split(","),
+        cluster={"dial_overrides": kafka.dial_overrides, **cluster},
+    )
+
+
+KPROXY_SASL = {"mechanism": "SCRAM-SHA-256", "username": "kproxy", "password": "kproxy-secret"}
+
+
+@pytest.fixture(scope="module")
+def kproxy(
+    kafka: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KproxyProcess]:
+    """With `cluster.sasl`: kproxy lists the brokers itself."""
+    with kproxy_for(tmp_path_factory.mktemp("kproxy"), kafka, sasl=KPROXY_SASL) as proc:
+        yield proc
+
+
+def client_sasl(mechanism: str, user: str = "alice", password: str | None = None) -> dict[str, Any]:
+    conf: dict[str, Any] = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism}
+    if mechanism == "OAUTHBEARER":
+        conf |= {
+            "enable.sasl.oauthbearer.unsecure.jwt": True,
+            "sasl.oauthbearer.config": f"principal={user}",
+        }
+    else:
+        conf |= {"sasl.username": user, "sasl.password": password or PASSWORDS[user]}
+    return conf
+
+
+def roundtrip(bootstrap: str, conf: dict[str, Any], topic: str, group: str) -> list[bytes]:
+    from confluent_kafka import Consumer, Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **conf})
+    sent = [f"{group}-{i}".encode() for i in range(MESSAGES)]
+    for value in sent:
+        producer.produce(topic, value)
+    assert producer.flush(60) == 0
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest", **conf}
+    )
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len([g for g in got if g in set(sent)]) < MESSAGES:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    return [g for g in got if g.startswith(group.encode() + b"-")]
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"])
+def test_confluent_clients_authenticate_through_kproxy(
+    mechanism: str, kafka: KafkaCluster, kproxy: KproxyProcess
+) -> None:
+    topic = f"sasl-{mechanism.lower()}"
+    kafka.create_topic(topic, 2, 2)
+    group = f"alice-{mechanism.lower()}"
+    got = roundtrip(kproxy.bootstrap, client_sasl(mechanism), topic, group)
+    assert sorted(got) == sorted(f"{group}-{i}".encode() for i in range(MESSAGES))
+
+
+ALICE = 'username="alice" password="alice-secret";'
+JAVA_JAAS = {
+    "PLAIN": f"org.apache.kafka.common.security.plain.PlainLoginModule required {ALICE}",
+    "SCRAM-SHA-256": f"org.apache.kafka.common.security.scram.ScramLoginModule required {ALICE}",
+    "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+    'required unsecuredLoginStringClaim_sub="alice";',
+}
+
+
+@pytest.mark.parametrize("mechanism", list(JAVA_JAAS))
+def test_the_java_client_authenticates_through_kproxy(
+    mechanism: str, kafka: KafkaCluster, kproxy: KproxyProcess, tmp_path: Path
+) -> None:
+    properties = tmp_path / "client.properties"
+    properties.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        f"sasl.mechanism={mechanism}\n"
+        f"sasl.jaas.config={JAVA_JAAS[mechanism]}\n"
+    )
+    java_produce(kafka, kproxy.bootstrap, TOPIC, MESSAGES, properties)
+
+
+def test_a_wrong_password_fails_fast(kproxy: KproxyProcess) -> None:
+    """The broker's authentication error reaches the client through kproxy at once:
+    the client reports it, it does not wait out a timeout."""
+    from confluent_kafka import KafkaError, Producer
+
+    errors: list[Any] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": kproxy.bootstrap,
+            "error_cb": errors.append,
+            **client_sasl("SCRAM-SHA-256", password="wrong"),
+        }
+    )
+    started = time.monotonic()
+    wait_until(
+        lambda: (
+            producer.poll(0.1) is not None
+            and any(e.code() == KafkaError._AUTHENTICATION for e in errors)
+        ),
+        30,
+        what="the authentication error",
+    )
+    assert time.monotonic() - started < 15, "the error took as long as a timeout"
+
+
+def test_group_authorization_failed_passes_as_it_is(
+    kafka: KafkaCluster, kproxy: KproxyProcess
+) -> None:
+    """bob may read the topic but not use a group: FindCoordinator answers
+    GROUP_AUTHORIZATION_FAILED with node -1, which kproxy passes untouched (no ERROR
+    log, no unmapped endpoint) and the consumer fails with at once."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException
+
+    unmapped_before = kproxy.metric("kproxy_endpoints_unmapped_total", api="FindCoordinator")
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kproxy.bootstrap,
+            "group.id": "bob-group",
+            "auto.offset.reset": "earliest",
+            **client_sasl("PLAIN", "bob"),
+        }
+    )
+    consumer.subscribe([TOPIC])
+    seen: list[int] = []
+
+    def refused() -> bool:
+        try:
+            msg = consumer.poll(0.2)
+        except KafkaException as exc:
+            seen.append(exc.args[0].code())
+            return True
+        if msg is not None and msg.error() is not None:
+            seen.append(msg.error().code())
+        return KafkaError.GROUP_AUTHORIZATION_FAILED in seen
+
+    started = time.monotonic()
+    try:
+        wait_until(refused, 30, what="GROUP_AUTHORIZATION_FAILED")
+    finally:
+        consumer.close()
+    assert KafkaError.GROUP_AUTHORIZATION_FAILED in seen, seen
+    assert time.monotonic() - started < 15
+    assert (
+        kproxy.metric("kproxy_endpoints_unmapped_total", api="FindCoordinator") == unmapped_before
+    )
+    assert " ERROR " not in kproxy.log()
+
+
+def test_reauthentication_mid_connection_loses_nothing(
+    kafka: KafkaCluster, kproxy: KproxyProcess
+) -> None:
+    """The broker makes every connection re-authenticate every REAUTH_MS (KIP-368): the
+    client sends SaslHandshake and SaslAuthenticate again on its open connections, and
+    kproxy carries them like any request while a producer keeps writing."""
+    from confluent_kafka import Producer
+
+    reauth_before = kproxy.metric(
+        "kproxy_frames_total", api="SaslAuthenticate", direction="request"
+    )
+    acked: list[bytes] = []
+    failed: list[Any] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": kproxy.bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            **client_sasl("SCRAM-SHA-256"),
+        }
+    )
+    stop = threading.Event()
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            producer.produce(
+                TOPIC,
+                b"reauth-%d" % i,
+                on_delivery=lambda err, msg: (failed if err else acked).append(err or msg.value()),
+            )
+            i += 1
+            producer.poll(0.005)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        wait_until(
+            lambda: (
+                kproxy.metric("kproxy_frames_total", api="SaslAuthenticate", direction="request")
+                >= reauth_before + 8
+            ),
+            60,
+            what="connections to re-authenticate several times",
+        )
+    finally:
+        stop.set()
+        writer.join()
+    assert producer.flush(60) == 0
+    assert not failed, failed[:3]
+    assert len(acked) > 100
+
+
+def test_readiness_with_and_without_credentials(
+    kafka: KafkaCluster, kproxy: KproxyProcess, tmp_path: Path
+) -> None:
+    """With `cluster.sasl` kproxy lists every broker before any client asks; without it
+    the ApiVersions probe proves the cluster reachable (ready), one WARNING says why
+    kproxy cannot list the brokers, and the brokers come from the answers clients get;
+    a wrong password is a failed authentication, counted."""
+    assert kproxy.admin_get("/readyz")[0] == 200
+    assert {n["id"] for n in kproxy.topology()["nodes"]} == set(kafka.nodes)
+
+    kafka.create_topic("sasl-bare", 2, 2)
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "wrong").mkdir()
+    with kproxy_for(tmp_path / "bare", kafka) as bare:
+        wait_until(lambda: bare.admin_get("/readyz")[0] == 200, 30, what="ready without sasl")
+        assert bare.log().count("no cluster.sasl?") == 1
+        assert bare.topology()["nodes"] == []
+        got = roundtrip(bare.bootstrap, client_sasl("PLAIN"), "sasl-bare", "alice-bare")
+        assert len(got) == MESSAGES
+        assert {n["id"] for n in bare.topology()["nodes"]} == set(kafka.nodes)
+
+    wrong = {**KPROXY_SASL, "password": "wr0ng-pass-77"}
+    with kproxy_for(tmp_path / "wrong", kafka, sasl=wrong) as bad:
+        wait_until(
+            lambda: bad.metric("kproxy_upstream_connect_failures_total", reason="sasl") >= 1,
+            30,
+            what="the failed authentication counted",
+        )
+        assert "authentication failed: SCRAM-SHA-256:" in bad.log()
+        assert "wr0ng-pass-77" not in bad.log()
