@@ -97,7 +97,12 @@ def port_map(settings: Settings) -> list[str]:
     """The ports kproxy listens on, for a firewall or a Service (0: chosen by the OS)."""
     lst = settings.listeners
     lines = [f"  bootstrap  {lst.bind_host}:{lst.bootstrap_port or 'any'}"]
-    if lst.broker_port_base:
+    if lst.sni is not None:
+        lines.append(
+            f"  nodes      the same port, by TLS server name: {lst.sni.node_host_pattern} "
+            f"(bootstrap: {lst.sni.bootstrap_host})"
+        )
+    elif lst.broker_port_base:
         last = lst.broker_port_base + lst.max_node_id
         lines.append(
             f"  nodes      {lst.bind_host}:{lst.broker_port_base}-{last}"
@@ -105,7 +110,7 @@ def port_map(settings: Settings) -> list[str]:
         )
     else:
         lines.append(f"  nodes      {lst.bind_host}: a port the OS chooses per node")
-    for node_id, port in sorted(lst.node_port_overrides.items()):
+    for node_id, port in sorted(lst.node_port_overrides.items() if lst.sni is None else ()):
         lines.append(f"  node {node_id:<5} {lst.bind_host}:{port}")
     if settings.admin.enabled:
         lines.append(f"  admin      {settings.admin.bind_host}:{settings.admin.port or 'any'}")

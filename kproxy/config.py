@@ -35,7 +35,7 @@ from kproxy.config_errors import FILE_PATH, ConfigError, describe_validation_err
 from kproxy.config_events import EventSettings, KafkaSinkSettings
 from kproxy.config_sasl import ClusterSaslSettings
 from kproxy.config_section import Section
-from kproxy.config_tls import ClusterTlsSettings, ListenerTlsSettings
+from kproxy.config_tls import ClusterTlsSettings, ListenerTlsSettings, SniSettings
 from kproxy.config_types import (
     Bool,
     BrokerAddress,
@@ -78,6 +78,7 @@ __all__ = [
     "Secret",
     "Settings",
     "ShutdownSettings",
+    "SniSettings",
     "format_host_port",
     "load_config",
     "parse_config",
@@ -174,6 +175,11 @@ class ListenerSettings(Section):
     tls: ListenerTlsSettings | None = Field(
         None, description="TLS on the bootstrap and node listeners (absent: plaintext)"
     )
+    sni: SniSettings | None = Field(
+        None,
+        description="one TLS port (bootstrap_port) for every node, chosen by the server "
+        "name clients send; no port per node (needs tls)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -189,6 +195,8 @@ class ListenerSettings(Section):
 
     @model_validator(mode="after")
     def _check(self) -> ListenerSettings:
+        if self.sni is not None and self.tls is None:
+            raise fail("sni", "needs listeners.tls (the server name comes with the TLS handshake)")
         if is_wildcard(self.advertised_host):
             raise fail("advertised_host", "must not be a wildcard address (0.0.0.0 or ::)")
         most = MAX_PORT - self.broker_port_base
@@ -200,7 +208,10 @@ class ListenerSettings(Section):
         return self
 
     def port_for_node(self, node_id: int) -> int | None:
-        """The local port serving ``node_id`` (0: OS-chosen), or None if unmappable."""
+        """The local port serving ``node_id`` (0: OS-chosen), or None if unmappable (and
+        with SNI, where every node shares the bootstrap port)."""
+        if self.sni is not None:
+            return None
         override = self.node_port_overrides.get(node_id)
         if override is not None:
             return override

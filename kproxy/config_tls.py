@@ -12,9 +12,10 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from kproxy.config_section import Section
-from kproxy.config_types import Bool, Seconds, Secret, fail, non_empty_path
+from kproxy.config_types import Bool, Host, Seconds, Secret, fail, non_empty_path
+from kproxy.hostport import is_valid_host
 
-__all__ = ["ClientAuth", "ClusterTlsSettings", "ListenerTlsSettings", "TlsVersion"]
+__all__ = ["ClientAuth", "ClusterTlsSettings", "ListenerTlsSettings", "SniSettings", "TlsVersion"]
 
 TlsVersion = Literal["1.2", "1.3"]
 ClientAuth = Literal["none", "optional", "required"]
@@ -86,3 +87,33 @@ class ClusterTlsSettings(Section):
         if self.key_password is not None and self.key is None:
             raise fail("key_password", "needs key")
         return self
+
+
+NODE_ID_FIELD = "{node_id}"
+
+
+class SniSettings(Section):
+    """One TLS port (listeners.bootstrap_port) for the bootstrap and every node: the
+    server name a client sends in its TLS handshake (SNI) says which it wants. Any node
+    id works, with no port range; clients resolve every name to kproxy (a wildcard DNS
+    record)."""
+
+    bootstrap_host: Host = Field(description="the name clients bootstrap with")
+    node_host_pattern: Annotated[str, Field(min_length=1)] = Field(
+        description="what clients are told node N is: a name with {node_id}, such as "
+        "broker-{node_id}.kafka.example.com"
+    )
+
+    @model_validator(mode="after")
+    def _pattern(self) -> SniSettings:
+        pattern = self.node_host_pattern
+        if pattern.count(NODE_ID_FIELD) != 1:
+            raise fail("node_host_pattern", "must contain {node_id} once")
+        if not is_valid_host(pattern.replace(NODE_ID_FIELD, "0")) or ":" in pattern:
+            raise fail("node_host_pattern", "must be a host name once {node_id} is filled in")
+        if self.node_host(0).lower() == self.bootstrap_host.lower():
+            raise fail("node_host_pattern", "must not name the bootstrap host")
+        return self
+
+    def node_host(self, node_id: int) -> str:
+        return self.node_host_pattern.replace(NODE_ID_FIELD, str(node_id))

@@ -193,7 +193,8 @@ TLS_HANDSHAKE_FAILURES = MetricSpec(
     "Failed TLS handshakes, with clients (side client) or brokers (side upstream), by "
     "reason: not_tls, no_certificate, untrusted_certificate, certificate_expired, "
     "certificate_not_yet_valid, hostname_mismatch (kproxy refused the peer's certificate), "
-    "refused_by_peer (the peer refused kproxy's), protocol_version, timeout, closed, other.",
+    "refused_by_peer (the peer refused kproxy's), unknown_server_name (SNI: no such "
+    "bootstrap or node name), protocol_version, timeout, closed, other.",
 )
 TLS_RELOADS = MetricSpec(
     "kproxy_tls_reloads_total",

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import ssl
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
@@ -70,9 +72,32 @@ def _minimum(ctx: ssl.SSLContext, version: TlsVersion) -> None:
     ctx.minimum_version = _VERSIONS[version]
 
 
-def server_context(settings: ListenerTlsSettings) -> ssl.SSLContext:
-    """The context kproxy's client listeners accept TLS with (`listeners.tls`)."""
+# The server name each client sent (SNI), by its TLS object: the one way from OpenSSL's
+# callback to the connection it belongs to.
+_SERVER_NAMES: weakref.WeakKeyDictionary[ssl.SSLObject, str] = weakref.WeakKeyDictionary()
+ServerNameCheck = Callable[[str | None], bool]
+
+
+def _sni_callback(known: ServerNameCheck) -> Callable[..., int | None]:
+    def callback(tls: ssl.SSLObject, name: str | None, ctx: ssl.SSLContext) -> int | None:
+        if not known(name):
+            # The handshake ends with an unrecognized_name alert (RFC 6066 3).
+            return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
+        if name is not None:
+            _SERVER_NAMES[tls] = name
+        return None
+
+    return callback
+
+
+def server_context(
+    settings: ListenerTlsSettings, server_names: ServerNameCheck | None = None
+) -> ssl.SSLContext:
+    """The context kproxy's client listeners accept TLS with (`listeners.tls`); with
+    `server_names`, a handshake naming a server it does not know is refused."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    if server_names is not None:
+        ctx.sni_callback = _sni_callback(server_names)
     _minimum(ctx, settings.min_version)
     password = settings.key_password.get_secret_value() if settings.key_password else None
     _load_chain(ctx, "listeners.tls", settings.certificate, settings.key, password)
@@ -116,10 +141,13 @@ def _stamp(paths: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
 class ServerTls:
     """The listeners' TLS: the current context, and its reload from disk."""
 
-    def __init__(self, settings: ListenerTlsSettings) -> None:
+    def __init__(
+        self, settings: ListenerTlsSettings, server_names: ServerNameCheck | None = None
+    ) -> None:
         self.settings = settings
+        self._server_names = server_names
         self._loaded = _stamp(settings.files())
-        self.context = server_context(settings)
+        self.context = server_context(settings, server_names)
 
     def changed_on_disk(self) -> bool:
         return _stamp(self.settings.files()) != self._loaded
@@ -132,7 +160,7 @@ class ServerTls:
     def reload(self) -> None:
         """Load the files again for new connections; on TlsSetupError nothing changes."""
         stamp = _stamp(self.settings.files())  # before reading: a later change shows again
-        self.context = server_context(self.settings)
+        self.context = server_context(self.settings, self._server_names)
         self._loaded = stamp
 
 
@@ -185,6 +213,11 @@ class TlsServerLayer:
             return TlsReceived(b"".join(pieces), self._outgoing.read(), exc, False)
         return TlsReceived(b"".join(pieces), self._outgoing.read(), None, closed)
 
+    @property
+    def server_name(self) -> str | None:
+        """The name the client asked for (SNI), once the handshake has read it."""
+        return _SERVER_NAMES.get(self._tls)
+
     def send(self, chunks: list[bytes | memoryview]) -> bytes:
         """Encrypt what goes to the client: one write, so that small responses share TLS
         records instead of taking one each."""
@@ -229,6 +262,8 @@ _REASONS: Final = {
     "NO_SHARED_CIPHER": "protocol_version",
     "SSLV3_ALERT_HANDSHAKE_FAILURE": "protocol_version",
     "UNEXPECTED_EOF_WHILE_READING": "closed",
+    # The only callback kproxy sets is the server name check (SNI routing).
+    "CALLBACK_FAILED": "unknown_server_name",
 }
 _VERIFY_CODES: Final = {
     10: "certificate_expired",  # X509_V_ERR_CERT_HAS_EXPIRED

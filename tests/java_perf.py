@@ -10,7 +10,12 @@ from tests.peers.kafka_cluster import MAIN_CONSUMER_PERF, MAIN_PRODUCER_PERF, Ka
 
 
 def java_produce(
-    kafka: KafkaCluster, bootstrap: str, topic: str, count: int, properties: Path
+    kafka: KafkaCluster,
+    bootstrap: str,
+    topic: str,
+    count: int,
+    properties: Path,
+    jvm_args: tuple[str, ...] = (),
 ) -> None:
     """`count` records of 100 bytes with acks=all; fails unless every one was sent and the
     client never saw a broker's own (.invalid) name."""
@@ -25,6 +30,7 @@ def java_produce(
         "--command-property", "acks=all",
         timeout=180,
         check=False,
+        jvm_args=jvm_args,
     )  # fmt: skip
     out = f"{result.stdout}\n{result.stderr}"
     assert result.returncode == 0, out
@@ -33,7 +39,12 @@ def java_produce(
 
 
 def java_consume_count(
-    kafka: KafkaCluster, bootstrap: str, topic: str, count: int, properties: Path | None = None
+    kafka: KafkaCluster,
+    bootstrap: str,
+    topic: str,
+    count: int,
+    properties: Path | None = None,
+    jvm_args: tuple[str, ...] = (),
 ) -> int:
     """How many records the Java consumer read, waiting for `count` (60 s at most)."""
     config = ["--command-config", str(properties)] if properties is not None else []
@@ -46,6 +57,7 @@ def java_consume_count(
         "--timeout", "60000",
         timeout=180,
         check=False,
+        jvm_args=jvm_args,
     )  # fmt: skip
     out = f"{result.stdout}\n{result.stderr}"
     assert result.returncode == 0, out

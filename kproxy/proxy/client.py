@@ -88,6 +88,7 @@ class ClientConnection(asyncio.Protocol):
         """TLS from the client: answer the handshake, return the plaintext (b"" for none
         yet, or when the connection ends here)."""
         assert self.tls is not None
+        handshaking = not self.tls.established
         received = self.tls.receive(data)
         transport = self.transport
         if received.to_peer and transport is not None:
@@ -98,6 +99,10 @@ class ClientConnection(asyncio.Protocol):
         if received.closed:
             self.close("client_closed")
             return b""
+        if handshaking and self.tls.established and self.services.addresses.sni is not None:
+            # SNI: the name the client asked for says which node this connection is for
+            # (the handshake already refused any other name).
+            self.node_id = self.services.addresses.sni_target(self.tls.server_name)[1]
         return received.plaintext
 
     def _write_client(self, chunks: list[bytes | memoryview]) -> None:

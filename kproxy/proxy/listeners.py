@@ -84,6 +84,8 @@ class ListenerSet:
         self.by_name[name] = listener
         if node_id is not None:
             self.addresses.listener_bound(node_id, actual_port)
+        else:
+            self.addresses.bootstrap_bound(actual_port)
         task = asyncio.get_running_loop().create_task(self._serve(listener))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

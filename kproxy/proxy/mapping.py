@@ -9,12 +9,30 @@ instead, while clients only ever see kproxy's own addresses.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from kproxy.hostport import HostPort
 
 if TYPE_CHECKING:
     from kproxy.config import ClusterSettings, ListenerSettings
+
+
+_MAX_NODE_ID = 2**31 - 1  # node ids are int32
+
+
+def _name_matcher(pattern: str) -> Callable[[str], int | None]:
+    """The node id in a name made by `pattern` (`broker-{node_id}.example.com`)."""
+    head, tail = pattern.lower().split("{node_id}")
+    regex = re.compile(re.escape(head) + r"(0|[1-9][0-9]{0,9})" + re.escape(tail))
+
+    def node_id(name: str) -> int | None:
+        found = regex.fullmatch(name)
+        value = int(found.group(1)) if found is not None else None
+        return value if value is not None and value <= _MAX_NODE_ID else None
+
+    return node_id
 
 
 class DialTarget(NamedTuple):
@@ -34,6 +52,10 @@ class AddressMap:
         self.dial_address = cluster.dial_address
         self.advertised_host = listeners.advertised_host
         self._port_for_node = listeners.port_for_node
+        # SNI: every node on the bootstrap port, told apart by the name clients send.
+        self.sni = listeners.sni
+        self.sni_port: int | None = None
+        self._sni_node = _name_matcher(listeners.sni.node_host_pattern) if listeners.sni else None
         self.advertised: dict[int, HostPort] = {}  # what the cluster says each node is
         self.listener_ports: dict[int, int] = {}  # node id -> port its listener got
         self.failed_listeners: set[int] = set()
@@ -47,18 +69,39 @@ class AddressMap:
         return port
 
     def is_mappable(self, node_id: int) -> bool:
+        if self.sni is not None:
+            return node_id >= 0
         return self._port_for_node(node_id) is not None
 
     def needs_listener(self, node_id: int) -> bool:
         return (
-            node_id not in self.listener_ports
+            self.sni is None
+            and node_id not in self.listener_ports
             and node_id not in self.failed_listeners
             and self._port_for_node(node_id) is not None
         )
 
     def kproxy_address(self, node_id: int) -> HostPort | None:
+        if self.sni is not None:
+            if self.sni_port is None or node_id < 0:
+                return None
+            return self.sni.node_host(node_id), self.sni_port
         port = self.listener_ports.get(node_id)
         return None if port is None else (self.advertised_host, port)
+
+    def bootstrap_bound(self, port: int) -> None:
+        self.sni_port = port
+
+    def sni_target(self, server_name: str | None) -> tuple[bool, int | None]:
+        """(known, node id) of the name a client sent: the bootstrap name is (True, None),
+        a node's name (True, N), any other name or none (False, None)."""
+        if self.sni is None or server_name is None or self._sni_node is None:
+            return False, None
+        name = server_name.lower().rstrip(".")
+        if name == self.sni.bootstrap_host.lower():
+            return True, None
+        node_id = self._sni_node(name)
+        return node_id is not None, node_id
 
     def listener_bound(self, node_id: int, port: int) -> None:
         self.listener_ports[node_id] = port
@@ -82,6 +125,10 @@ class AddressMap:
 
     def cluster_address(self, host: str, port: int) -> HostPort:
         """Requests travel to the cluster: kproxy's own addresses become the real ones."""
+        if self.sni is not None:
+            known, node_id = self.sni_target(host)
+            adv = self.advertised.get(node_id) if known and node_id is not None else None
+            return adv if adv is not None and port == self.sni_port else (host, port)
         if host == self.advertised_host:
             node_id = self._node_at_port.get(port)
             if node_id is not None:

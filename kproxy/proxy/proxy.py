@@ -47,7 +47,10 @@ class Proxy:
         self.reports = NodeReports(self.addresses, self.observer, lst.max_node_id)
         connect_timeout = float(settings.cluster.connect_timeout_seconds)
         # TLS files are read here: one that cannot be loaded stops kproxy before it listens.
-        self.client_tls = ServerTls(lst.tls) if lst.tls is not None else None
+        self.client_tls = None
+        if lst.tls is not None:
+            names = self._known_server_name if lst.sni is not None else None
+            self.client_tls = ServerTls(lst.tls, names)
         self.certificates = (
             CertificateReloader(self.client_tls, self.observer) if self.client_tls else None
         )
@@ -92,6 +95,9 @@ class Proxy:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._accept_errors = RateLimitedLog(log)
+
+    def _known_server_name(self, name: str | None) -> bool:
+        return self.addresses.sni_target(name)[0]
 
     def _new_connection(self, listener: str, node_id: int | None) -> ClientConnection:
         return ClientConnection(self.services, listener, node_id)
@@ -196,7 +202,7 @@ class Proxy:
         for node_id in sorted(set(by_node) | set(addresses.advertised)):
             adv = addresses.advertised.get(node_id)
             listener = by_node.get(node_id)
-            serving = listener is not None and listener.state != "failed"
+            ours = addresses.kproxy_address(node_id)
             nodes.append(
                 {
                     "id": node_id,
@@ -204,10 +210,10 @@ class Proxy:
                     "dial": format_host_port(*addresses.dial_address(*adv))
                     if adv is not None
                     else None,
-                    "kproxy": format_host_port(host, listener.port)
-                    if listener is not None and serving
-                    else None,
-                    "listener_state": listener.state if listener is not None else "none",
+                    "kproxy": format_host_port(*ours) if ours is not None else None,
+                    "listener_state": listener.state
+                    if listener is not None
+                    else ("sni" if addresses.sni is not None else "none"),
                 }
             )
         return {"cluster_reached": self.discovery.reached, "bootstrap": bootstrap, "nodes": nodes}

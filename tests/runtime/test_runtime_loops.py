@@ -219,3 +219,103 @@ def test_tls_clients_are_served_and_a_failed_handshake_is_counted(
                 observer.close()
 
     run_on(loop_name, main)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_sni_serves_every_node_on_one_port_by_name(loop_name: str, tmp_path: Any) -> None:
+    """listeners.sni: the bootstrap and each node are one TLS port, told apart by the
+    server name; a node the cluster adds later is served with no configuration; an
+    unknown name and no name are refused with a TLS alert and counted."""
+    certs = TlsMaterial(tmp_path / "certs")
+    served = certs.proxy("sni", "*.kproxy.test")
+    context = ssl.create_default_context(cafile=str(certs.proxy_ca_file))
+    brokers: list[tuple[int, str, int]] = []
+
+    async def by_name(port: int, name: str | None, corr: int) -> MetadataResponse:
+        ctx = context
+        if name is None:
+            ctx = ssl.create_default_context(cafile=str(certs.proxy_ca_file))
+            ctx.check_hostname = False
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=ctx, server_hostname=name
+        )
+        try:
+            request = MetadataRequest(
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+            writer.write(encode_request_frame(request, corr, "runtime-sni"))
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            frame = struct.pack(">i", size) + await reader.readexactly(size)
+            _, msg = decode_response_frame(MetadataResponse, frame)
+            assert isinstance(msg, MetadataResponse)
+            return msg
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        seen: list[int] = []
+        async with metadata_broker(lambda port: list(brokers), seen) as broker_port:
+            brokers.append((1, ADVERTISED, broker_port))
+            settings = parse_config(
+                {
+                    "cluster": {
+                        "bootstrap_servers": [f"127.0.0.1:{broker_port}"],
+                        "dial_overrides": {
+                            ADVERTISED: "127.0.0.1",
+                            "broker-7.runtime.invalid": "127.0.0.1",
+                        },
+                    },
+                    "listeners": {
+                        "bootstrap_port": 0,
+                        "tls": {"certificate": str(served.certificate), "key": str(served.key)},
+                        "sni": {
+                            "bootstrap_host": "bootstrap.kproxy.test",
+                            "node_host_pattern": "broker-{node_id}.kproxy.test",
+                        },
+                    },
+                    "admin": {"enabled": False},
+                    "events": {"enabled": False, "dir": str(tmp_path)},
+                    "runtime": {"event_loop": loop_name},
+                }
+            )
+            observer = Observability(settings, runtime_collectors=False)
+            proxy = Proxy(settings, observer)
+            await proxy.start()
+            port = proxy.bootstrap_port
+            try:
+                answer = await by_name(port, "bootstrap.kproxy.test", 1)
+                assert [(b.node_id, b.host, b.port) for b in answer.brokers] == [
+                    (1, "broker-1.kproxy.test", port)
+                ]
+                assert list(proxy.listeners.by_name) == ["bootstrap"]  # no port per node
+                through_node = len(seen)
+                await by_name(port, "broker-1.kproxy.test", 2)
+                assert len(seen) > through_node
+
+                # The cluster grows: node 7 is served by name at once.
+                brokers.append((7, "broker-7.runtime.invalid", broker_port))
+                answer = await by_name(port, "BROKER-7.kproxy.test", 3)
+                assert (7, "broker-7.kproxy.test", port) in {
+                    (b.node_id, b.host, b.port) for b in answer.brokers
+                }
+
+                for name in ("broker-x.kproxy.test", "kafka.example.com", None):
+                    with pytest.raises((ssl.SSLError, ConnectionError)):
+                        await by_name(port, name, 4)
+                refused = observer.metrics.value(
+                    "kproxy_tls_handshake_failures_total",
+                    {"side": "client", "reason": "unknown_server_name"},
+                )
+                assert refused == 3
+                topology = {n["id"]: n["kproxy"] for n in proxy.topology()["nodes"]}
+                assert topology == {
+                    1: f"broker-1.kproxy.test:{port}",
+                    7: f"broker-7.kproxy.test:{port}",
+                }
+            finally:
+                await proxy.stop(0.5)
+                observer.close()
+
+    run_on(loop_name, main)

@@ -220,6 +220,28 @@ def test_broker_side_context_verifies_by_default(certs: TlsMaterial) -> None:
             "listeners.tls.min_version: ",
         ),
         (
+            {"listeners": {"sni": {"bootstrap_host": "b.x", "node_host_pattern": "n{node_id}"}}},
+            "listeners.sni: needs listeners.tls",
+        ),
+        (
+            {
+                "listeners": {
+                    "tls": {"certificate": "c", "key": "k"},
+                    "sni": {"bootstrap_host": "b.x", "node_host_pattern": "node.x"},
+                }
+            },
+            "listeners.sni.node_host_pattern: must contain {node_id} once",
+        ),
+        (
+            {
+                "listeners": {
+                    "tls": {"certificate": "c", "key": "k"},
+                    "sni": {"bootstrap_host": "b.x", "node_host_pattern": "n {node_id}.x"},
+                }
+            },
+            "listeners.sni.node_host_pattern: must be a host name",
+        ),
+        (
             {"cluster": {"bootstrap_servers": ["b:1"], "tls": {"certificate": "c"}}},
             "cluster.tls.key: certificate and key go together",
         ),
@@ -267,3 +289,38 @@ def test_check_config_says_what_tls_each_side_speaks() -> None:
         "  brokers    TLS 1.2+, names verified, client certificate",
     ]
     assert tls_summary(load_config(repo / "config" / "gateway.yaml")) == []
+
+
+def test_sni_names_map_to_nodes_and_back() -> None:
+    from kproxy.proxy.mapping import AddressMap
+
+    cfg = parse_config(
+        {
+            "cluster": {"bootstrap_servers": ["b:1"]},
+            "listeners": {
+                "tls": {"certificate": "c", "key": "k"},
+                "sni": {
+                    "bootstrap_host": "kafka.example.com",
+                    "node_host_pattern": "b-{node_id}.kafka.example.com",
+                },
+            },
+        }
+    )
+    addresses = AddressMap(cfg.cluster, cfg.listeners)
+    assert addresses.kproxy_address(3) is None  # the port is not bound yet
+    addresses.bootstrap_bound(9093)
+    assert addresses.kproxy_address(3) == ("b-3.kafka.example.com", 9093)
+    assert addresses.is_mappable(123456) and not addresses.needs_listener(5)
+    assert addresses.sni_target("Kafka.Example.com.") == (True, None)
+    assert addresses.sni_target("b-17.kafka.example.com") == (True, 17)
+    for unknown in (
+        "b-.kafka.example.com",
+        "b-01.kafka.example.com",
+        "b-9999999999.kafka.example.com",
+        "x.example.com",
+        None,
+    ):
+        assert addresses.sni_target(unknown) == (False, None), unknown
+    addresses.learn(17, "broker-17.internal", 9092, True)
+    assert addresses.cluster_address("b-17.kafka.example.com", 9093) == ("broker-17.internal", 9092)
+    assert addresses.cluster_address("b-17.kafka.example.com", 1) == ("b-17.kafka.example.com", 1)
