@@ -1,9 +1,10 @@
-"""A SASL cluster behind kproxy: real Apache Kafka whose client listener is
-SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and OAUTHBEARER (the broker's unsecured JWT
-validator), ACLs enforced by the StandardAuthorizer and re-authentication every few
-seconds (KIP-368). Clients authenticate for themselves through kproxy; kproxy's own
-discovery authenticates with `cluster.sasl`, or without it learns the brokers from the
-answers it relays.
+"""A SASL cluster behind kproxy: real Apache Kafka whose client listener is SASL_SSL
+with PLAIN, SCRAM-SHA-256 and OAUTHBEARER (the broker's unsecured JWT validator), ACLs
+enforced by the StandardAuthorizer and re-authentication every few seconds (KIP-368).
+kproxy originates the TLS (certificates made at test time, names checked); clients
+speak SASL over plaintext to kproxy on loopback, as an application next to a sidecar
+does, and authenticate for themselves through it. kproxy's own discovery authenticates
+with `cluster.sasl`, or without it learns the brokers from the answers it relays.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tests.java_perf import java_produce
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.net import wait_until
+from tests.tls_material import TlsMaterial
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
@@ -35,12 +37,18 @@ def _jaas_plain() -> str:
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+def certs(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
+    return TlsMaterial(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def kafka(certs: TlsMaterial, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     prefix = "listener.name.external."
     config = {
         "listener.security.protocol.map": (
-            "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT"
+            "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL"
         ),
+        **certs.brokers("kafka.invalid").kafka_keystore(prefix),
         f"{prefix}sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
         f"{prefix}plain.sasl.jaas.config": _jaas_plain(),
         f"{prefix}scram-sha-256.sasl.jaas.config": (
@@ -115,11 +123,14 @@ def _users_and_acls(kafka: KafkaCluster) -> None:
         future.result(30)
 
 
-def kproxy_for(tmp: Path, kafka: KafkaCluster, **cluster: Any) -> KproxyProcess:
+def kproxy_for(tmp: Path, kafka: KafkaCluster, certs: TlsMaterial, **cluster: Any) -> KproxyProcess:
+    """kproxy in front of the SASL_SSL listener: TLS to the brokers (their CA, their
+    advertised names checked), plaintext to its clients."""
+    tls = {"ca": str(certs.cluster_ca_file)}
     return KproxyProcess(
         tmp,
         kafka.external_bootstrap.split(","),
-        cluster={"dial_overrides": kafka.dial_overrides, **cluster},
+        cluster={"dial_overrides": kafka.dial_overrides, "tls": tls, **cluster},
     )
 
 
@@ -128,10 +139,10 @@ KPROXY_SASL = {"mechanism": "SCRAM-SHA-256", "username": "kproxy", "password": "
 
 @pytest.fixture(scope="module")
 def kproxy(
-    kafka: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
+    kafka: KafkaCluster, certs: TlsMaterial, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KproxyProcess]:
     """With `cluster.sasl`: kproxy lists the brokers itself."""
-    with kproxy_for(tmp_path_factory.mktemp("kproxy"), kafka, sasl=KPROXY_SASL) as proc:
+    with kproxy_for(tmp_path_factory.mktemp("kproxy"), kafka, certs, sasl=KPROXY_SASL) as proc:
         yield proc
 
 
@@ -326,7 +337,7 @@ def test_reauthentication_mid_connection_loses_nothing(
 
 
 def test_readiness_with_and_without_credentials(
-    kafka: KafkaCluster, kproxy: KproxyProcess, tmp_path: Path
+    kafka: KafkaCluster, kproxy: KproxyProcess, certs: TlsMaterial, tmp_path: Path
 ) -> None:
     """With `cluster.sasl` kproxy lists every broker before any client asks; without it
     the ApiVersions probe proves the cluster reachable (ready), one WARNING says why
@@ -338,7 +349,7 @@ def test_readiness_with_and_without_credentials(
     kafka.create_topic("sasl-bare", 2, 2)
     (tmp_path / "bare").mkdir()
     (tmp_path / "wrong").mkdir()
-    with kproxy_for(tmp_path / "bare", kafka) as bare:
+    with kproxy_for(tmp_path / "bare", kafka, certs) as bare:
         wait_until(lambda: bare.admin_get("/readyz")[0] == 200, 30, what="ready without sasl")
         assert bare.log().count("no cluster.sasl?") == 1
         assert bare.topology()["nodes"] == []
@@ -347,7 +358,7 @@ def test_readiness_with_and_without_credentials(
         assert {n["id"] for n in bare.topology()["nodes"]} == set(kafka.nodes)
 
     wrong = {**KPROXY_SASL, "password": "wr0ng-pass-77"}
-    with kproxy_for(tmp_path / "wrong", kafka, sasl=wrong) as bad:
+    with kproxy_for(tmp_path / "wrong", kafka, certs, sasl=wrong) as bad:
         wait_until(
             lambda: bad.metric("kproxy_upstream_connect_failures_total", reason="sasl") >= 1,
             30,
