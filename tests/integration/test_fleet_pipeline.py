@@ -120,16 +120,6 @@ def stop_process(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM
         proc.wait(30)
 
 
-def move_leaders(kafka: KafkaCluster, moves: int) -> None:
-    """Rotate a partition's replicas and elect the new preferred leader, `moves` times."""
-    for i in range(moves):
-        part = i % PARTITIONS
-        replicas = kafka.replicas(TOPIC)[part]
-        order = [*replicas[1:], replicas[0]]
-        kafka.reassign(TOPIC, part, order)
-        kafka.elect_preferred_leaders(TOPIC, [part])
-
-
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     tmp = tmp_path_factory.mktemp("fleet")
@@ -164,7 +154,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
         p.follow = start_follow(p, tmp)
         try:
             with churn_traffic(publisher.bootstrap, TOPIC, PARTITIONS, "fleet"):
-                move_leaders(kafka, MOVES)
+                kafka.rotate_leaders(TOPIC, MOVES)
 
             def settled() -> bool:
                 file, published, dropped = sink_counts(publisher)
@@ -304,7 +294,7 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
     with churn_traffic(p.publisher.bootstrap, TOPIC, PARTITIONS, "fleet-2"):
         wait_until(lambda: counts() != dict(expected), 120, what="a batch after the churn")
         stop_process(p.follow, signal.SIGKILL)
-        move_leaders(p.kafka, 1)
+        p.kafka.rotate_leaders(TOPIC, 1)
     p.follow = start_follow(p, tmp_path)
     wait_until(
         lambda: sink_counts(p.publisher)[0] == sink_counts(p.publisher)[1],

@@ -939,6 +939,16 @@ class KafkaCluster:
         )
         return self.leaders(topic)
 
+    def rotate_leaders(self, topic: str, moves: int) -> None:
+        """Move a partition's leadership `moves` times, one partition after another: its
+        replica list rotated by a reassignment, then the new preferred leader elected."""
+        partitions = len(self.partitions(topic))
+        for i in range(moves):
+            part = i % partitions
+            replicas = self.replicas(topic)[part]
+            self.reassign(topic, part, [*replicas[1:], replicas[0]])
+            self.elect_preferred_leaders(topic, [part])
+
     def reassign(
         self, topic: str, partition: int, replicas: Sequence[int], timeout: float = 60.0
     ) -> None:
