@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,14 @@ from tests.peers.kafka_cluster import (
     file_lock,
     java_bin,
 )
-from tests.peers.net import LOOPBACK, fetch_metadata, free_port, free_ports, wait_for_port
+from tests.peers.net import (
+    LOOPBACK,
+    fetch_metadata,
+    free_port,
+    free_ports,
+    wait_for_port,
+    wait_until,
+)
 from tests.peers.procs import PeerProcess
 from tests.peers.tansu import TansuBroker
 
@@ -212,8 +220,11 @@ class KproxyPeer(LoopbackPeer):
         proc = self.process
         try:
             wait_for_port(LOOPBACK, self.port, 30, alive=lambda: proc.running, what=self.name)
-            # First Metadata through it: kproxy learns the brokers and opens their ports.
-            fetch_metadata(LOOPBACK, self.port, [], timeout=10)
+            if "tls" in self.config["listeners"]:
+                wait_until(self._ready, 30, what=f"{self.name} /readyz")
+            else:
+                # First Metadata through it: kproxy learns the brokers, opens their ports.
+                fetch_metadata(LOOPBACK, self.port, [], timeout=10)
         except (TimeoutError, RuntimeError, OSError) as exc:
             failure = proc.describe_failure()
             proc.stop(timeout=5)
@@ -224,6 +235,14 @@ class KproxyPeer(LoopbackPeer):
             proc.stop(timeout=5)
             raise RuntimeError(f"{self.name}: wanted the {self.loop} loop, uvloop={on_uvloop}")
         return self
+
+    def _ready(self) -> bool:
+        url = f"http://{LOOPBACK}:{self.admin_port}/readyz"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
 
     def metrics(self) -> dict[str, float]:
         """Request/response frame and byte counts from kproxy's /metrics."""
@@ -259,6 +278,16 @@ def haproxy_version() -> str | None:
     return m.group(1) if m else out.splitlines()[0] if out else None
 
 
+@dataclass(frozen=True)
+class HaproxyTls:
+    """haproxy terminating clients' TLS (one PEM file: certificate, chain and key) and
+    originating TLS to the broker, verified against `ca` and `server_name`."""
+
+    certificate_and_key: Path
+    ca: Path
+    server_name: str
+
+
 class HaproxyPeer(LoopbackPeer):
     """haproxy in TCP mode: ``port`` -> ``backend``, plus one frontend per extra route
     (``(listen port, backend)``, for clusters whose brokers advertise haproxy's ports)."""
@@ -272,9 +301,11 @@ class HaproxyPeer(LoopbackPeer):
         workdir: Path,
         port: int | None = None,
         extra_routes: list[tuple[int, str]] | None = None,
+        tls: HaproxyTls | None = None,
     ) -> None:
         self.name = name
         self.backend = backend
+        self.tls = tls
         self.workdir = workdir
         self.port = port or free_port()
         self.routes = [(self.port, backend), *(extra_routes or [])]
@@ -292,10 +323,17 @@ class HaproxyPeer(LoopbackPeer):
             "    timeout client 1h\n"
             "    timeout server 1h\n"
         )
+        bind_tls = server_tls = ""
+        if self.tls is not None:
+            bind_tls = f" ssl crt {self.tls.certificate_and_key}"
+            server_tls = (
+                f" ssl verify required ca-file {self.tls.ca} verifyhost {self.tls.server_name}"
+                f" sni str({self.tls.server_name})"
+            )
         for i, (port, backend) in enumerate(self.routes):
             text += (
-                f"frontend fe{i}\n    bind {LOOPBACK}:{port}\n    default_backend be{i}\n"
-                f"backend be{i}\n    server upstream{i} {backend}\n"
+                f"frontend fe{i}\n    bind {LOOPBACK}:{port}{bind_tls}\n    default_backend be{i}\n"
+                f"backend be{i}\n    server upstream{i} {backend}{server_tls}\n"
             )
         return text
 
@@ -422,12 +460,29 @@ def _fetch_kroxylicious(home: Path, version: str, runtime_jar: str) -> None:
     (home / ".complete").write_text(version + "\n")
 
 
+@dataclass(frozen=True)
+class KroxyliciousTls:
+    """Kroxylicious terminating clients' TLS and trusting `ca` towards the cluster."""
+
+    certificate: Path
+    key: Path
+    ca: Path
+
+
 class KroxyliciousPeer(LoopbackPeer):
     """Kroxylicious pass-through (no filters), port-per-broker networking
     (``portIdentifiesNode``): bootstrap on P, node N on P + 1 + (N - first id)."""
 
-    def __init__(self, name: str, upstream: str, node_ids: list[int], workdir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        upstream: str,
+        node_ids: list[int],
+        workdir: Path,
+        tls: KroxyliciousTls | None = None,
+    ) -> None:
         self.name = name
+        self.tls = tls
         self.upstream = upstream
         self.node_ids = sorted(node_ids)
         self.workdir = workdir
@@ -435,11 +490,23 @@ class KroxyliciousPeer(LoopbackPeer):
         self.process: PeerProcess | None = None
 
     def config(self) -> dict[str, Any]:
+        target: dict[str, Any] = {"bootstrapServers": self.upstream}
+        gateway_tls: dict[str, Any] = {}
+        if self.tls is not None:
+            target["tls"] = {"trust": {"storeFile": str(self.tls.ca), "storeType": "PEM"}}
+            gateway_tls = {
+                "tls": {
+                    "key": {
+                        "privateKeyFile": str(self.tls.key),
+                        "certificateFile": str(self.tls.certificate),
+                    }
+                }
+            }
         return {
             "virtualClusters": [
                 {
                     "name": "bench",
-                    "targetCluster": {"bootstrapServers": self.upstream},
+                    "targetCluster": target,
                     "gateways": [
                         {
                             "name": "default",
@@ -449,6 +516,7 @@ class KroxyliciousPeer(LoopbackPeer):
                                     {"name": f"n{i}", "start": i, "end": i} for i in self.node_ids
                                 ],
                             },
+                            **gateway_tls,
                         }
                     ],
                     "logNetwork": False,

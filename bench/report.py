@@ -469,6 +469,10 @@ def plot(results: dict[str, Any], png: Path) -> bool:
     return True
 
 
+#: Where sections written by other benchmarks start in RESULTS.md (kept on re-render).
+APPENDED_SECTIONS = "<!-- tls_bench -->"
+
+
 def write_outputs(results: dict[str, Any], md: Path | None, png: Path | None, source: Path) -> None:
     """RESULTS.md and the plot for ``results``, read from (or saved to) ``source``."""
     drew = False
@@ -479,7 +483,11 @@ def write_outputs(results: dict[str, Any], md: Path | None, png: Path | None, so
         if drew and png is not None:
             rel = png.name if png.parent == md.parent else str(png)
         md.parent.mkdir(parents=True, exist_ok=True)
-        md.write_text(render_markdown(results, rel, _shown_path(source)))
+        # Sections other benchmarks append (bench.tls_bench) stay where they are.
+        old = md.read_text() if md.exists() else ""
+        kept = old[old.index(APPENDED_SECTIONS) :] if APPENDED_SECTIONS in old else ""
+        text = render_markdown(results, rel, _shown_path(source))
+        md.write_text(text + ("\n" + kept if kept else ""))
 
 
 def _shown_path(path: Path) -> str:

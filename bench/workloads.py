@@ -53,6 +53,7 @@ def produce(args: argparse.Namespace) -> dict[str, Any]:
 
     conf: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
+        **args.client_config,
         "acks": args.acks,
         "linger.ms": args.linger_ms,
         "delivery.report.only.error": True,
@@ -100,6 +101,7 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
     consumer = Consumer(
         {
             "bootstrap.servers": args.bootstrap,
+            **args.client_config,
             "group.id": f"bench-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
@@ -158,6 +160,7 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
     producer = Producer(
         {
             "bootstrap.servers": args.bootstrap,
+            **args.client_config,
             "acks": args.acks,
             "linger.ms": 0,
             "on_delivery": on_error,
@@ -205,6 +208,7 @@ def churn(args: argparse.Namespace) -> dict[str, Any]:
     producer = Producer(
         {
             "bootstrap.servers": args.bootstrap,
+            **args.client_config,
             "acks": "all",
             "linger.ms": args.linger_ms,
             "queue.buffering.max.messages": args.queue,
@@ -316,6 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--timeout", type=float, default=120.0)
         s.add_argument("--seconds", type=float, default=5.0)
         s.add_argument("--queue", type=int, default=20_000)
+        s.add_argument(
+            "--client-config",
+            type=json.loads,
+            default={},
+            help="JSON object of further librdkafka settings (TLS: security.protocol...)",
+        )
     return p
 
 

@@ -61,7 +61,7 @@ class TlsMaterial:
         ca.cert_pem.write_to_path(str(path))
         return path
 
-    def _issue(self, ca: trustme.CA, name: str, *identities: str, **kw: object) -> PemPair:
+    def issue(self, ca: trustme.CA, name: str, *identities: str, **kw: object) -> PemPair:
         leaf = ca.issue_cert(*identities, **kw)  # type: ignore[arg-type]
         cert, key = self.dir / f"{name}.pem", self.dir / f"{name}-key.pem"
         cert.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
@@ -78,11 +78,11 @@ class TlsMaterial:
 
     def brokers(self, domain: str) -> PemPair:
         """One certificate for every broker of the cluster (a wildcard of its domain)."""
-        return self._issue(self.cluster_ca, "brokers", f"*.{domain}")
+        return self.issue(self.cluster_ca, "brokers", f"*.{domain}")
 
     def proxy(self, name: str = "proxy", *hosts: str) -> PemPair:
         """kproxy's listener certificate, for 127.0.0.1 and localhost by default."""
-        return self._issue(self.proxy_ca, name, *(hosts or ("127.0.0.1", "localhost")))
+        return self.issue(self.proxy_ca, name, *(hosts or ("127.0.0.1", "localhost")))
 
     def client(
         self, name: str = "client", ca: trustme.CA | None = None, *, expired: bool = False
@@ -95,4 +95,4 @@ class TlsMaterial:
                 "not_before": now - datetime.timedelta(days=10),
                 "not_after": now - datetime.timedelta(days=1),
             }
-        return self._issue(ca or self.proxy_ca, name, f"{name}.clients.invalid", **validity)
+        return self.issue(ca or self.proxy_ca, name, f"{name}.clients.invalid", **validity)

@@ -324,3 +324,35 @@ def test_sni_names_map_to_nodes_and_back() -> None:
     addresses.learn(17, "broker-17.internal", 9092, True)
     assert addresses.cluster_address("b-17.kafka.example.com", 9093) == ("broker-17.internal", 9092)
     assert addresses.cluster_address("b-17.kafka.example.com", 1) == ("b-17.kafka.example.com", 1)
+
+
+def test_an_encrypted_key_loads_with_its_password(certs: TlsMaterial, tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    pair = certs.proxy("locked")
+    private = serialization.load_pem_private_key(pair.key.read_bytes(), None)
+    locked = tmp_path / "locked-key.pem"
+    locked.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"open sesame"),
+        )
+    )
+    with_password = settings(PemPair(pair.certificate, locked), key_password="open sesame")
+    server = TlsServerLayer(server_context(with_password))
+    assert Client(certs, None).handshake(server) == (True, None)
+    wrong = settings(PemPair(pair.certificate, locked), key_password="wrong")
+    with pytest.raises(TlsSetupError, match=r"listeners\.tls: cannot load certificate"):
+        server_context(wrong)
+
+
+def test_a_client_below_the_minimum_version_is_refused(certs: TlsMaterial) -> None:
+    server = TlsServerLayer(server_context(settings(certs.proxy(), min_version="1.3")))
+    client = Client(certs, None)
+    old = ssl.create_default_context(cafile=str(certs.proxy_ca_file))
+    old.maximum_version = ssl.TLSVersion.TLSv1_2
+    client.tls = old.wrap_bio(client.incoming, client.outgoing, server_hostname="127.0.0.1")
+    _, failure = client.handshake(server)
+    assert failure is not None
+    assert failure_reason(failure) == "protocol_version"
