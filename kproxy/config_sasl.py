@@ -31,12 +31,18 @@ class ClusterSaslSettings(Section):
         None,
         description="OAUTHBEARER: the bearer token (a JWT), read when the configuration is loaded",
     )
+    token_file: Annotated[str, Strict(), Field(min_length=1)] | None = Field(
+        None,
+        description="OAUTHBEARER: a file holding the token, read again at every "
+        "authentication (a token renewed on disk, such as a projected Kubernetes service "
+        "account token)",
+    )
 
     @model_validator(mode="after")
     def _credentials_fit_the_mechanism(self) -> ClusterSaslSettings:
         if self.mechanism == "OAUTHBEARER":
-            if self.token is None:
-                raise fail("token", "required for OAUTHBEARER")
+            if (self.token is None) == (self.token_file is None):
+                raise fail("token", "OAUTHBEARER takes token or token_file (one of them)")
             for name in ("username", "password"):
                 if getattr(self, name) is not None:
                     raise fail(name, "not used by OAUTHBEARER (it takes token)")
@@ -44,6 +50,7 @@ class ClusterSaslSettings(Section):
         for name in ("username", "password"):
             if getattr(self, name) is None:
                 raise fail(name, f"required for {self.mechanism}")
-        if self.token is not None:
-            raise fail("token", f"not used by {self.mechanism}")
+        for name in ("token", "token_file"):
+            if getattr(self, name) is not None:
+                raise fail(name, f"not used by {self.mechanism}")
         return self

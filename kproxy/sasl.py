@@ -7,6 +7,7 @@ message each; SCRAM-SHA-256/512 (RFC 5802, KIP-84) is two rounds, computed by th
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import scramp
@@ -34,9 +35,8 @@ class SaslSession:
     def first(self) -> bytes:
         s = self._settings
         if self.mechanism == "OAUTHBEARER":
-            assert s.token is not None
             # GS2 header "n,," then key/value pairs separated by \x01 (RFC 7628 3.1).
-            return f"n,,\x01auth=Bearer {s.token.get_secret_value()}\x01\x01".encode()
+            return f"n,,\x01auth=Bearer {self._token()}\x01\x01".encode()
         assert s.username is not None and s.password is not None
         password = s.password.get_secret_value()
         if self.mechanism == "PLAIN":
@@ -44,6 +44,16 @@ class SaslSession:
         self._scram = scramp.ScramClient([self.mechanism], s.username, password)
         first: str = self._scram.get_client_first()
         return first.encode()
+
+    def _token(self) -> str:
+        s = self._settings
+        if s.token is not None:
+            return s.token.get_secret_value()
+        assert s.token_file is not None
+        try:
+            return Path(s.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SaslFailed(f"OAUTHBEARER: cannot read {s.token_file}: {exc}") from None
 
     def next(self, answer: bytes) -> bytes | None:
         """The client's next message after the broker's `answer` (a successful

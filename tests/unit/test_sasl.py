@@ -5,6 +5,7 @@ server side, the other end of RFC 5802)."""
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 import pytest
 import scramp
@@ -91,6 +92,18 @@ def test_plain_and_oauthbearer_are_one_message() -> None:
     assert bearer.next(b"") is None
 
 
+def test_a_token_file_is_read_at_every_authentication(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("first.token.\n")
+    settings = sasl(mechanism="OAUTHBEARER", token_file=str(token))
+    assert SaslSession(settings).first() == b"n,,\x01auth=Bearer first.token.\x01\x01"
+    token.write_text("renewed.token.")
+    assert SaslSession(settings).first() == b"n,,\x01auth=Bearer renewed.token.\x01\x01"
+    token.unlink()
+    with pytest.raises(SaslFailed, match="OAUTHBEARER: cannot read"):
+        SaslSession(settings).first()
+
+
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_scram_completes_against_a_server_that_knows_the_password(mechanism: str) -> None:
     server_mech = scramp.ScramMechanism(mechanism)
@@ -123,7 +136,11 @@ def test_scram_refuses_a_server_that_does_not_know_the_password() -> None:
     ("values", "message"),
     [
         ({"mechanism": "PLAIN", "username": "a"}, "cluster.sasl.password: required for PLAIN"),
-        ({"mechanism": "OAUTHBEARER"}, "cluster.sasl.token: required for OAUTHBEARER"),
+        ({"mechanism": "OAUTHBEARER"}, "cluster.sasl.token: OAUTHBEARER takes token or"),
+        (
+            {"mechanism": "OAUTHBEARER", "token": "t", "token_file": "/t"},
+            "cluster.sasl.token: OAUTHBEARER takes token or token_file (one of them)",
+        ),
         (
             {"mechanism": "OAUTHBEARER", "token": "t", "username": "a"},
             "cluster.sasl.username: not used by OAUTHBEARER",
