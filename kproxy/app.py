@@ -19,6 +19,7 @@ from kproxy.observability import Observability
 from kproxy.proxy.allocator import retain_freed_memory
 from kproxy.proxy.loop import new_event_loop
 from kproxy.proxy.proxy import Proxy
+from kproxy.reloader import ConfigReloader
 from kproxy.tls import TlsSetupError
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ async def serve(
     settings: Settings,
     stop: Stop,
     started: Callable[[Running], Awaitable[None]] | None = None,
+    config_path: str | None = None,
 ) -> int:
     """Run the proxy until `stop` is set, then shut down gracefully.
 
@@ -81,7 +83,8 @@ async def serve(
             await admin.start()
             log.info("kproxy admin at http://%s/metrics", admin.address)
         await proxy.start()
-        _on_sighup(lambda: proxy.reload_certificates("SIGHUP"))
+        reloader = ConfigReloader(config_path, settings, proxy, observer)
+        _on_sighup(reloader.reload)
         observer.start_events(_own_bootstrap(settings, proxy.bootstrap_port))
         log.info(
             "kproxy bootstrap at %s:%d -> %s",
@@ -96,12 +99,13 @@ async def serve(
             # The events producer reaches the cluster through this kproxy, whose listeners
             # are about to close: publish what happened so far first.
             await asyncio.to_thread(observer.flush_events, _EVENTS_FLUSH_SECONDS)
+        grace = reloader.running.shutdown.grace_seconds
         log.info(
             "stopping: no new connections; each closes once its requests are answered "
             "(%.1fs at most; a second signal stops at once)",
-            settings.shutdown.grace_seconds,
+            grace,
         )
-        await proxy.stop(settings.shutdown.grace_seconds, stop.now)
+        await proxy.stop(grace, stop.now)
     finally:
         _on_sighup(None)
         if admin is not None:
@@ -151,6 +155,6 @@ def run_loop(settings: Settings, main: Callable[[Stop], Awaitable[int]]) -> int:
         loop.close()
 
 
-def run(settings: Settings) -> int:
-    """`kproxy run`."""
-    return run_loop(settings, lambda stop: serve(settings, stop))
+def run(settings: Settings, config_path: str | None = None) -> int:
+    """`kproxy run`; SIGHUP reloads `config_path`."""
+    return run_loop(settings, lambda stop: serve(settings, stop, config_path=config_path))

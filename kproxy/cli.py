@@ -153,8 +153,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # Imported lazily: the proxy pulls in asyncio/uvloop/aiohttp, which the other
     # subcommands do not need.
     app = importlib.import_module("kproxy.app")
-    run = cast(Callable[[Settings], int], app.run)
-    return run(settings)
+    run = cast(Callable[[Settings, str], int], app.run)
+    return run(settings, path)
 
 
 def _cmd_config_schema(args: argparse.Namespace) -> int:

@@ -203,6 +203,21 @@ TLS_RELOADS = MetricSpec(
     "Loads of the listeners' TLS certificates after start (SIGHUP or a changed file), by "
     "result: success, or failure (the running certificates stay).",
 )
+CONFIG_RELOADS = MetricSpec(
+    "kproxy_config_reloads_total",
+    COUNTER,
+    ("result",),
+    "Configuration reloads (SIGHUP), by result: applied, unchanged, restart_needed (the "
+    "live keys applied, the others wait for a restart) or rejected (invalid: nothing "
+    "changed).",
+)
+CONFIG_INFO = MetricSpec(
+    "kproxy_config_info",
+    GAUGE,
+    ("hash", "restart_pending"),
+    "Always 1: the running configuration's fingerprint (secrets redacted) and whether the "
+    "file holds changes that wait for a restart.",
+)
 EVENTS_WRITTEN = MetricSpec(
     "kproxy_events_written_total",
     COUNTER,

@@ -106,6 +106,8 @@ class KproxyMetrics:
         self.upstream_connect_failures = cast(Counter, made[specs.UPSTREAM_CONNECT_FAILURES])
         self.tls_handshake_failures = cast(Counter, made[specs.TLS_HANDSHAKE_FAILURES])
         self.tls_reloads = cast(Counter, made[specs.TLS_RELOADS])
+        self.config_reloads = cast(Counter, made[specs.CONFIG_RELOADS])
+        self.config_info = cast(Gauge, made[specs.CONFIG_INFO])
         self.events_written = cast(Counter, made[specs.EVENTS_WRITTEN])
         self.events_dropped = cast(Counter, made[specs.EVENTS_DROPPED])
         self.cluster_reached = cast(Gauge, made[specs.CLUSTER_REACHED])

@@ -167,6 +167,14 @@ class Observability(ProxyObserver):
     def tls_reloaded(self, result: str) -> None:
         self.metrics.tls_reloads.labels(result).inc()
 
+    def config_loaded(self, fingerprint: str, restart_pending: bool) -> None:
+        info = self.metrics.config_info
+        info.clear()
+        info.labels(fingerprint, "true" if restart_pending else "false").set(1)
+
+    def config_reloaded(self, result: str) -> None:
+        self.metrics.config_reloads.labels(result).inc()
+
     def frame(self, api_key: int, direction: str, size: int) -> None:
         self.metrics.frame(api_key, direction, size)
 

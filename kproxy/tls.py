@@ -149,6 +149,13 @@ class ServerTls:
         self._loaded = _stamp(settings.files())
         self.context = server_context(settings, server_names)
 
+    def replace(self, settings: ListenerTlsSettings) -> None:
+        """New TLS settings (a configuration reload): loaded now for new connections; on
+        TlsSetupError nothing changes."""
+        stamp = _stamp(settings.files())
+        self.context = server_context(settings, self._server_names)
+        self.settings, self._loaded = settings, stamp
+
     def changed_on_disk(self) -> bool:
         return _stamp(self.settings.files()) != self._loaded
 

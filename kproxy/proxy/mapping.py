@@ -48,10 +48,8 @@ class AddressMap:
     """Node id -> advertised address, dial address and kproxy listener port."""
 
     def __init__(self, cluster: ClusterSettings, listeners: ListenerSettings) -> None:
-        self.bootstrap: list[HostPort] = list(cluster.bootstrap_servers)
-        self.dial_address = cluster.dial_address
+        self.configure(cluster, listeners)
         self.advertised_host = listeners.advertised_host
-        self._port_for_node = listeners.port_for_node
         # SNI: every node on the bootstrap port, told apart by the name clients send.
         self.sni = listeners.sni
         self.sni_port: int | None = None
@@ -61,6 +59,13 @@ class AddressMap:
         self.failed_listeners: set[int] = set()
         self._node_at_port: dict[int, int] = {}
         self._next_bootstrap = 0
+
+    def configure(self, cluster: ClusterSettings, listeners: ListenerSettings) -> None:
+        """At start, and on a reload: bootstrap servers, dial overrides and node ports
+        (for nodes that have no listener yet) as the settings say."""
+        self.bootstrap: list[HostPort] = list(cluster.bootstrap_servers)
+        self.dial_address = cluster.dial_address
+        self._port_for_node = listeners.port_for_node
 
     # -- kproxy's side ---------------------------------------------------------------------
     def port_for_node(self, node_id: int) -> int | None:

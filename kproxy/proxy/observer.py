@@ -36,6 +36,12 @@ class ProxyObserver:
     def tls_handshake_failed(self, side: str, reason: str) -> None:
         """A TLS handshake with a client or a broker failed (`kproxy.tls.failure_reason`)."""
 
+    def config_loaded(self, fingerprint: str, restart_pending: bool) -> None:
+        """The configuration now running (at start and after each reload)."""
+
+    def config_reloaded(self, result: str) -> None:
+        """A reload's outcome (`kproxy.config_reload.ReloadPlan.result`, or rejected)."""
+
     def tls_reloaded(self, result: str) -> None:
         """The listeners' certificates were loaded again (success) or could not be."""
 

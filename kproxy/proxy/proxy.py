@@ -117,6 +117,34 @@ class Proxy:
         if self.certificates is not None:
             self._tasks.append(loop.create_task(self.certificates.watch()))
 
+    def apply(self, settings: Settings) -> None:
+        """A reloaded configuration's live keys (`kproxy.config_reload.LIVE`), for new
+        connections and at once; established connections keep what they were opened
+        with. TLS files are loaded first: on TlsSetupError nothing has changed."""
+        cluster, lst, limits = settings.cluster, settings.listeners, settings.limits
+        upstream_tls = client_context(cluster.tls) if cluster.tls is not None else None
+        tls_changed = lst.tls != self.settings.listeners.tls
+        if self.client_tls is not None and lst.tls is not None and tls_changed:
+            self.client_tls.replace(lst.tls)
+        self.settings = settings
+        self.addresses.configure(cluster, lst)
+        svc = self.services
+        svc.limits = SessionLimits(limits.max_frame_bytes, limits.max_in_flight_requests)
+        svc.write_buffer_high = limits.write_buffer_high_bytes
+        svc.connect_timeout = float(cluster.connect_timeout_seconds)
+        svc.upstream_tls = upstream_tls
+        discovery = self.discovery
+        discovery.tls, discovery.sasl = upstream_tls, cluster.sasl
+        discovery.connect_timeout = svc.connect_timeout
+        discovery.max_frame_bytes = limits.max_frame_bytes
+        self.reports.max_node_id = lst.max_node_id
+        self.registry.set_limits(
+            limits.max_connections,
+            limits.max_connections_per_client_ip,
+            limits.idle_timeout_seconds,
+            limits.first_request_timeout_seconds,
+        )
+
     def reload_certificates(self, trigger: str) -> bool:
         """SIGHUP: load the listeners' TLS files again (True when there are none)."""
         return self.certificates is None or self.certificates.reload(trigger)

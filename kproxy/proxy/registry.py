@@ -58,6 +58,22 @@ class ConnectionRegistry:
         first_request_timeout: float,
     ) -> None:
         self.observer = observer
+        self.set_limits(max_connections, max_per_ip, idle_timeout, first_request_timeout)
+        self.connections: set[Connection] = set()
+        self.per_ip: Counter[str] = Counter()
+        self.accepting = True
+        self.empty = asyncio.Event()
+        self.empty.set()
+        self.refusals = RateLimitedLog(log)
+
+    def set_limits(
+        self,
+        max_connections: int | None,
+        max_per_ip: int | None,
+        idle_timeout: float,
+        first_request_timeout: float,
+    ) -> None:
+        """At start, and on a reload: new connections meet the new caps at once."""
         fd_cap = descriptor_limit_connections()
         if max_connections is not None and max_connections > fd_cap:
             log.warning(
@@ -72,12 +88,6 @@ class ConnectionRegistry:
         self.max_per_ip = max_per_ip
         self.idle_timeout = idle_timeout
         self.first_request_timeout = first_request_timeout
-        self.connections: set[Connection] = set()
-        self.per_ip: Counter[str] = Counter()
-        self.accepting = True
-        self.empty = asyncio.Event()
-        self.empty.set()
-        self.refusals = RateLimitedLog(log)
 
     def opened(self, conn: Connection) -> bool:
         reason = None

@@ -189,7 +189,7 @@ FAKE_APP_SCRIPT = textwrap.dedent(
     """
     import logging, sys, types
 
-    def run(settings):
+    def run(settings, config_path):
         logging.getLogger("kproxy.fake").debug("debug is visible")
         logging.getLogger("kproxy.fake").info("info is visible")
         print("level", settings.log.level, "port", settings.listeners.bootstrap_port)
@@ -362,7 +362,7 @@ def test_run_in_process_passes_settings(monkeypatch: pytest.MonkeyPatch, good_co
     received: list[Settings] = []
     levels: list[str] = []
 
-    def run(settings: Settings) -> int:
+    def run(settings: Settings, config_path: str) -> int:
         received.append(settings)
         return 0
 

@@ -50,6 +50,8 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.upstream_connect_failures.labels("refused").inc()
     m.tls_handshake_failures.labels("client", "not_tls").inc()
     m.tls_reloads.labels("success").inc()
+    m.config_reloads.labels("applied").inc()
+    m.config_info.labels("0123456789ab", "false").set(1)
     m.event_written("file", "redirect")
     m.event_dropped("file", 2)
     m.nodes_discovered.inc()

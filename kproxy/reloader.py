@@ -1,0 +1,71 @@
+"""SIGHUP: the configuration file read again and its live keys applied.
+
+A file that fails validation (or names TLS files that cannot be loaded) changes nothing:
+the running configuration stays and the reason is logged. Otherwise the keys
+`kproxy.config_reload.LIVE` lists take effect, the others are named as waiting for a
+restart, and the listeners' certificates are loaded again in any case (SIGHUP is also
+how an operator says "the certificate files changed").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kproxy.config import ConfigError, load_config
+from kproxy.config_reload import LIVE, plan, settings_hash
+from kproxy.tls import TlsSetupError
+
+if TYPE_CHECKING:
+    from kproxy.config import Settings
+    from kproxy.proxy.observer import ProxyObserver
+    from kproxy.proxy.proxy import Proxy
+
+log = logging.getLogger("kproxy.reload")
+
+
+class ConfigReloader:
+    """Re-reads `path` into the running proxy; `running` is what it serves now."""
+
+    def __init__(
+        self, path: str | None, running: Settings, proxy: Proxy, observer: ProxyObserver
+    ) -> None:
+        self.path = path
+        self.running = running
+        self.proxy = proxy
+        self.observer = observer
+        self.restart_pending: list[str] = []
+        observer.config_loaded(settings_hash(running), False)
+
+    def reload(self) -> str:
+        """Reload now; the result (applied, unchanged, restart_needed, rejected)."""
+        if self.path is None:  # no file (the demo): certificates only
+            self.proxy.reload_certificates("SIGHUP")
+            return "unchanged"
+        try:
+            new = load_config(self.path)
+            change = plan(self.running, new)
+            assert change.effective is not None
+            self.proxy.apply(change.effective)
+        except (ConfigError, TlsSetupError) as exc:
+            self.observer.config_reloaded("rejected")
+            log.error("configuration %s not reloaded, the running one stays: %s", self.path, exc)
+            return "rejected"
+        self.running = change.effective
+        logging.getLogger().setLevel(self.running.log.level)
+        if "listeners.tls" not in change.applied:
+            self.proxy.reload_certificates("SIGHUP")
+        self.restart_pending = change.restart
+        self.observer.config_reloaded(change.result)
+        self.observer.config_loaded(settings_hash(self.running), bool(change.restart))
+        for key in change.applied:
+            log.info("reloaded %s (takes effect: %s)", key, LIVE[key])
+        if change.restart:
+            log.warning(
+                "configuration %s changes %s: needs a restart (the running values stay until then)",
+                self.path,
+                ", ".join(change.restart),
+            )
+        elif not change.applied:
+            log.info("configuration %s reloaded: nothing changed", self.path)
+        return change.result
