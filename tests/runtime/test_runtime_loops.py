@@ -62,8 +62,14 @@ def settings_for(broker_port: int, loop_name: str, tmp_events: str) -> Settings:
     )
 
 
-async def metadata_round_trip(port: int, corr: int) -> MetadataResponse:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def metadata_round_trip(
+    port: int, corr: int, tls: ssl.SSLContext | None = None, server_name: str | None = None
+) -> MetadataResponse:
+    """One Metadata request and its answer, in plaintext or over TLS (naming
+    `server_name`: the address checked, and the SNI name sent)."""
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=tls, server_hostname=server_name if tls is not None else None
+    )
     try:
         request = MetadataRequest(
             topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
@@ -159,23 +165,7 @@ def test_tls_clients_are_served_and_a_failed_handshake_is_counted(
     bare = ssl.create_default_context(cafile=str(certs.proxy_ca_file))
 
     async def tls_round_trip(port: int, corr: int, ctx: ssl.SSLContext) -> MetadataResponse:
-        reader, writer = await asyncio.open_connection(
-            "127.0.0.1", port, ssl=ctx, server_hostname="127.0.0.1"
-        )
-        try:
-            request = MetadataRequest(
-                topics=None,
-                allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False,
-            )
-            writer.write(encode_request_frame(request, corr, "runtime-tls"))
-            size = struct.unpack(">i", await reader.readexactly(4))[0]
-            frame = struct.pack(">i", size) + await reader.readexactly(size)
-            _, msg = decode_response_frame(MetadataResponse, frame)
-            assert isinstance(msg, MetadataResponse)
-            return msg
-        finally:
-            writer.close()
+        return await metadata_round_trip(port, corr, ctx, "127.0.0.1")
 
     async def main() -> None:
         async with scripted_broker([]) as broker_port:
@@ -236,23 +226,7 @@ def test_sni_serves_every_node_on_one_port_by_name(loop_name: str, tmp_path: Any
         if name is None:
             ctx = ssl.create_default_context(cafile=str(certs.proxy_ca_file))
             ctx.check_hostname = False
-        reader, writer = await asyncio.open_connection(
-            "127.0.0.1", port, ssl=ctx, server_hostname=name
-        )
-        try:
-            request = MetadataRequest(
-                topics=None,
-                allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False,
-            )
-            writer.write(encode_request_frame(request, corr, "runtime-sni"))
-            size = struct.unpack(">i", await reader.readexactly(4))[0]
-            frame = struct.pack(">i", size) + await reader.readexactly(size)
-            _, msg = decode_response_frame(MetadataResponse, frame)
-            assert isinstance(msg, MetadataResponse)
-            return msg
-        finally:
-            writer.close()
+        return await metadata_round_trip(port, corr, ctx, name)
 
     async def main() -> None:
         seen: list[int] = []
