@@ -41,6 +41,7 @@ from bench.peers import (
     KroxyliciousPeer,
     KroxyliciousTls,
     Unavailable,
+    cpu_seconds,
 )
 from bench.report import APPENDED_SECTIONS
 from tests.peers.kafka_cluster import KafkaCluster
@@ -53,13 +54,6 @@ RESULTS_MD = REPO / "bench" / "RESULTS.md"
 MARKER = APPENDED_SECTIONS
 PATHS = ("direct", "haproxy", "kroxylicious", "kproxy")
 SIZE = 1024
-
-
-def proc_cpu_seconds(pid: int | None) -> float:
-    if pid is None:
-        return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class TlsCluster:
@@ -242,9 +236,9 @@ def one_round(
         ("latency", {"size": 100, "count": latency_count, "acks": 1}),
     ):
         target = consume_topic if kind == "consume" else topic
-        cpu = proc_cpu_seconds(pid)
+        cpu = 0.0 if pid is None else cpu_seconds(pid)
         got = workload(kind, bootstrap, target, ca, **opts)
-        used = proc_cpu_seconds(pid) - cpu
+        used = 0.0 if pid is None else cpu_seconds(pid) - cpu
         row = {"round": r, "path": path, "workload": kind, "proxy_cpu_s": round(used, 3), **got}
         if kind != "latency":
             row["cpu_s_per_gb"] = round(used / (got["bytes"] / 1e9), 3)

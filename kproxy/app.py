@@ -83,8 +83,7 @@ async def serve(
             await admin.start()
             log.info("kproxy admin at http://%s/metrics", admin.address)
         await proxy.start()
-        reloader = ConfigReloader(config_path, settings, proxy, observer)
-        _on_sighup(reloader.reload)
+        _on_sighup(ConfigReloader(config_path, proxy, observer).reload)
         observer.start_events(_own_bootstrap(settings, proxy.bootstrap_port))
         log.info(
             "kproxy bootstrap at %s:%d -> %s",
@@ -99,7 +98,7 @@ async def serve(
             # The events producer reaches the cluster through this kproxy, whose listeners
             # are about to close: publish what happened so far first.
             await asyncio.to_thread(observer.flush_events, _EVENTS_FLUSH_SECONDS)
-        grace = reloader.running.shutdown.grace_seconds
+        grace = proxy.settings.shutdown.grace_seconds  # as the last reload left it
         log.info(
             "stopping: no new connections; each closes once its requests are answered "
             "(%.1fs at most; a second signal stops at once)",

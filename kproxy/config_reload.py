@@ -10,7 +10,7 @@ runtime applies the plan's `effective` settings.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from kproxy.config import parse_config
@@ -42,13 +42,13 @@ LIVE: Final[dict[str, str]] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReloadPlan:
     """The keys a new file changes, split by when they can take effect."""
 
-    applied: list[str] = field(default_factory=list)
-    restart: list[str] = field(default_factory=list)
-    effective: Settings | None = None  # the running settings once the plan is applied
+    applied: list[str]
+    restart: list[str]
+    effective: Settings  # the running settings once the plan is applied
 
     @property
     def result(self) -> str:
@@ -78,23 +78,19 @@ def _live(key: str, old: Settings, new: Settings) -> bool:
 def plan(old: Settings, new: Settings) -> ReloadPlan:
     """Which of `new`'s changes apply now; `effective` keeps the running value of every
     key that needs a restart."""
-    result = ReloadPlan()
-    sections: dict[str, list[str]] = {}
-    for key in _changes(old, new):
-        section, name = key.split(".", 1)
-        if _live(key, old, new):
-            result.applied.append(key)
-            sections.setdefault(section, []).append(name)
-        else:
-            result.restart.append(key)
+    applied: list[str] = []
+    restart: list[str] = []
     merged = old.model_dump()
-    for section, names in sections.items():
-        fresh = getattr(new, section).model_dump()
-        merged[section].update({name: fresh[name] for name in names})
+    for key in _changes(old, new):
+        if not _live(key, old, new):
+            restart.append(key)
+            continue
+        applied.append(key)
+        section, name = key.split(".", 1)
+        merged[section][name] = getattr(new, section).model_dump()[name]
     # Validated again: the mix of running and new values must hold together (ports), and
     # derived state (the dial override tables) is rebuilt from it.
-    result.effective = parse_config(merged)
-    return result
+    return ReloadPlan(applied, restart, parse_config(merged))
 
 
 def settings_hash(settings: Settings) -> str:

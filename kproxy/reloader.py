@@ -17,7 +17,6 @@ from kproxy.config_reload import LIVE, plan, settings_hash
 from kproxy.tls import TlsSetupError
 
 if TYPE_CHECKING:
-    from kproxy.config import Settings
     from kproxy.proxy.observer import ProxyObserver
     from kproxy.proxy.proxy import Proxy
 
@@ -25,17 +24,13 @@ log = logging.getLogger("kproxy.reload")
 
 
 class ConfigReloader:
-    """Re-reads `path` into the running proxy; `running` is what it serves now."""
+    """Re-reads `path` into the running proxy (whose `settings` are what it serves now)."""
 
-    def __init__(
-        self, path: str | None, running: Settings, proxy: Proxy, observer: ProxyObserver
-    ) -> None:
+    def __init__(self, path: str | None, proxy: Proxy, observer: ProxyObserver) -> None:
         self.path = path
-        self.running = running
         self.proxy = proxy
         self.observer = observer
-        self.restart_pending: list[str] = []
-        observer.config_loaded(settings_hash(running), False)
+        observer.config_loaded(settings_hash(proxy.settings), False)
 
     def reload(self) -> str:
         """Reload now; the result (applied, unchanged, restart_needed, rejected)."""
@@ -43,21 +38,17 @@ class ConfigReloader:
             self.proxy.reload_certificates("SIGHUP")
             return "unchanged"
         try:
-            new = load_config(self.path)
-            change = plan(self.running, new)
-            assert change.effective is not None
+            change = plan(self.proxy.settings, load_config(self.path))
             self.proxy.apply(change.effective)
         except (ConfigError, TlsSetupError) as exc:
             self.observer.config_reloaded("rejected")
             log.error("configuration %s not reloaded, the running one stays: %s", self.path, exc)
             return "rejected"
-        self.running = change.effective
-        logging.getLogger().setLevel(self.running.log.level)
+        logging.getLogger().setLevel(change.effective.log.level)
         if "listeners.tls" not in change.applied:
             self.proxy.reload_certificates("SIGHUP")
-        self.restart_pending = change.restart
         self.observer.config_reloaded(change.result)
-        self.observer.config_loaded(settings_hash(self.running), bool(change.restart))
+        self.observer.config_loaded(settings_hash(change.effective), bool(change.restart))
         for key in change.applied:
             log.info("reloaded %s (takes effect: %s)", key, LIVE[key])
         if change.restart:

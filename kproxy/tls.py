@@ -49,7 +49,7 @@ def _load_chain(
         ctx.load_cert_chain(certificate, key, password=password)
     except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
         raise TlsSetupError(
-            f"{at}: cannot load certificate {certificate} with key {key}: {_why(exc)}"
+            f"{at}: cannot load certificate {certificate} with key {key}: {failure_text(exc)}"
         ) from None
 
 
@@ -57,15 +57,7 @@ def _load_ca(ctx: ssl.SSLContext, at: str, path: str) -> None:
     try:
         ctx.load_verify_locations(cafile=path)
     except (OSError, ValueError) as exc:
-        raise TlsSetupError(f"{at}: cannot load CA file {path}: {_why(exc)}") from None
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, ssl.SSLError) and exc.reason:
-        return exc.reason.lower().replace("_", " ")
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
+        raise TlsSetupError(f"{at}: cannot load CA file {path}: {failure_text(exc)}") from None
 
 
 def _minimum(ctx: ssl.SSLContext, version: TlsVersion) -> None:
@@ -144,15 +136,13 @@ class ServerTls:
     def __init__(
         self, settings: ListenerTlsSettings, server_names: ServerNameCheck | None = None
     ) -> None:
-        self.settings = settings
         self._server_names = server_names
-        self._loaded = _stamp(settings.files())
-        self.context = server_context(settings, server_names)
+        self.replace(settings)
 
     def replace(self, settings: ListenerTlsSettings) -> None:
-        """New TLS settings (a configuration reload): loaded now for new connections; on
-        TlsSetupError nothing changes."""
-        stamp = _stamp(settings.files())
+        """Load `settings`' files now for new connections (at start, on a configuration
+        reload); on TlsSetupError nothing changes."""
+        stamp = _stamp(settings.files())  # before reading: a later change shows again
         self.context = server_context(settings, self._server_names)
         self.settings, self._loaded = settings, stamp
 
@@ -165,10 +155,8 @@ class ServerTls:
         self._loaded = _stamp(self.settings.files())
 
     def reload(self) -> None:
-        """Load the files again for new connections; on TlsSetupError nothing changes."""
-        stamp = _stamp(self.settings.files())  # before reading: a later change shows again
-        self.context = server_context(self.settings, self._server_names)
-        self._loaded = stamp
+        """Load the same files again (they changed on disk)."""
+        self.replace(self.settings)
 
 
 class TlsReceived(NamedTuple):
@@ -297,9 +285,12 @@ def failure_reason(exc: BaseException) -> str:
 
 
 def failure_text(exc: BaseException) -> str:
-    """What a log line says of a failed handshake."""
+    """What a log line says of a failed handshake or a TLS file that would not load."""
     if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_message:
         return f"certificate verify failed: {exc.verify_message}"
-    if isinstance(exc, ssl.SSLError) and exc.reason:
-        return exc.reason.lower().replace("_", " ")
+    reason = getattr(exc, "reason", None)
+    if isinstance(exc, ssl.SSLError) and reason:
+        return str(reason).lower().replace("_", " ")
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
     return str(exc) or type(exc).__name__

@@ -38,6 +38,15 @@ def metadata_v1_request(correlation_id: int, client_id: bytes = b"kproxy") -> by
     v1 is served by every broker from Kafka 0.10 to 4.x, and its response (header v0,
     no tagged fields) is the simplest one that names every broker.
     """
-    body = struct.pack(">hhih", 3, 1, correlation_id, len(client_id)) + client_id
-    body += struct.pack(">i", 0)  # Topics: an empty array (null would mean all topics)
-    return struct.pack(">i", len(body)) + body
+    # Topics: an empty array (null would mean all topics).
+    return request_frame(3, 1, correlation_id, client_id, struct.pack(">i", 0))
+
+
+def request_frame(
+    api_key: int, version: int, correlation_id: int, client_id: bytes, body: bytes
+) -> bytes:
+    """A whole frame of one of kproxy's own requests: size, request header v1 (api key,
+    version, correlation id, client id; no tagged fields), body."""
+    payload = struct.pack(">hhih", api_key, version, correlation_id, len(client_id))
+    payload += client_id + body
+    return struct.pack(">i", len(payload)) + payload

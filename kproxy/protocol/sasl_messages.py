@@ -13,38 +13,31 @@ import struct
 from typing import NamedTuple
 
 from kproxy.protocol.errors import MalformedMessage
+from kproxy.protocol.requests import request_frame
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 
-_HEADER = struct.Struct(">hhih")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 
-def _request(
-    api_key: int, version: int, correlation_id: int, client_id: bytes, body: bytes
-) -> bytes:
-    payload = _HEADER.pack(api_key, version, correlation_id, len(client_id)) + client_id + body
-    return _I32.pack(len(payload)) + payload
-
-
 def api_versions_v0_request(correlation_id: int, client_id: bytes = b"kproxy") -> bytes:
-    return _request(API_VERSIONS, 0, correlation_id, client_id, b"")
+    return request_frame(API_VERSIONS, 0, correlation_id, client_id, b"")
 
 
 def sasl_handshake_v1_request(
     correlation_id: int, mechanism: str, client_id: bytes = b"kproxy"
 ) -> bytes:
     name = mechanism.encode()
-    return _request(SASL_HANDSHAKE, 1, correlation_id, client_id, _I16.pack(len(name)) + name)
+    return request_frame(SASL_HANDSHAKE, 1, correlation_id, client_id, _I16.pack(len(name)) + name)
 
 
 def sasl_authenticate_v1_request(
     correlation_id: int, auth_bytes: bytes, client_id: bytes = b"kproxy"
 ) -> bytes:
     body = _I32.pack(len(auth_bytes)) + auth_bytes
-    return _request(SASL_AUTHENTICATE, 1, correlation_id, client_id, body)
+    return request_frame(SASL_AUTHENTICATE, 1, correlation_id, client_id, body)
 
 
 class _Reader:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from typing import TYPE_CHECKING, Any
 
 from kproxy.describe import describe
@@ -34,6 +35,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("kproxy.proxy")
 
 
+def _upstream_context(settings: Settings) -> ssl.SSLContext | None:
+    """`cluster.tls` as a context (at start and on every reload that brings it), with the
+    warning an unchecked broker name deserves each time."""
+    tls = settings.cluster.tls
+    if tls is None:
+        return None
+    if not tls.verify_hostname:
+        log.warning(
+            "cluster.tls.verify_hostname is false: kproxy does not check that a broker's "
+            "certificate names that broker; anyone with a certificate from the trusted CAs "
+            "can stand in for any broker"
+        )
+    return client_context(tls)
+
+
 class Proxy:
     """Listeners, mapping, discovery and connections of one kproxy process."""
 
@@ -54,15 +70,7 @@ class Proxy:
         self.certificates = (
             CertificateReloader(self.client_tls, self.observer) if self.client_tls else None
         )
-        upstream_tls = None
-        if settings.cluster.tls is not None:
-            upstream_tls = client_context(settings.cluster.tls)
-            if not settings.cluster.tls.verify_hostname:
-                log.warning(
-                    "cluster.tls.verify_hostname is false: kproxy does not check that a "
-                    "broker's certificate names that broker; anyone with a certificate from "
-                    "the trusted CAs can stand in for any broker"
-                )
+        upstream_tls = _upstream_context(settings)
         self.discovery = ClusterDiscovery(
             self.addresses,
             self.listeners,
@@ -122,7 +130,7 @@ class Proxy:
         connections and at once; established connections keep what they were opened
         with. TLS files are loaded first: on TlsSetupError nothing has changed."""
         cluster, lst, limits = settings.cluster, settings.listeners, settings.limits
-        upstream_tls = client_context(cluster.tls) if cluster.tls is not None else None
+        upstream_tls = _upstream_context(settings)
         tls_changed = lst.tls != self.settings.listeners.tls
         if self.client_tls is not None and lst.tls is not None and tls_changed:
             self.client_tls.replace(lst.tls)

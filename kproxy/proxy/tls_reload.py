@@ -15,6 +15,8 @@ from kproxy.proxy.observer import ProxyObserver
 from kproxy.tls import ServerTls, TlsSetupError
 
 log = logging.getLogger("kproxy.tls")
+# With file checks off, how often to look whether a reload turned them on.
+_IDLE_SECONDS = 5.0
 
 
 class CertificateReloader:
@@ -39,12 +41,13 @@ class CertificateReloader:
         return True
 
     async def watch(self) -> None:
-        """Check the files every `reload_check_seconds` (0: never, SIGHUP only). A file
-        that failed to load is retried only once it changes again."""
-        interval = self.tls.settings.reload_check_seconds
-        if not interval:
-            return
+        """Check the files every `reload_check_seconds` (0: never, SIGHUP only), as the
+        running settings say (a reload may change it). A file that failed to load is
+        retried only once it changes again."""
         while self.running:
-            await asyncio.sleep(interval)
+            interval = self.tls.settings.reload_check_seconds
+            await asyncio.sleep(interval or _IDLE_SECONDS)
+            if not interval:
+                continue
             if self.tls.changed_on_disk() and not self.reload("a certificate file changed"):
                 self.tls.mark_seen()
