@@ -21,6 +21,7 @@ from kproxy.config import (
     config_json_schema,
     load_config,
 )
+from kproxy.protocol.apis import APIS
 
 __all__ = ["CONFIG_ENV", "LOG_FORMAT", "build_parser", "configure_logging", "main"]
 
@@ -88,7 +89,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_USAGE
     print(f"config OK: {path}")
-    for line in [*port_map(settings), *tls_summary(settings)]:
+    for line in [*port_map(settings), *tls_summary(settings), *policy_summary(settings)]:
         print(line)
     return 0
 
@@ -115,6 +116,17 @@ def port_map(settings: Settings) -> list[str]:
     if settings.admin.enabled:
         lines.append(f"  admin      {settings.admin.bind_host}:{settings.admin.port or 'any'}")
     return lines
+
+
+def policy_summary(settings: Settings) -> list[str]:
+    """The APIs the listener refuses (`listeners.api_policy`), by name."""
+    lst = settings.listeners
+    denied = sorted(APIS[key].name for key in lst.denied_apis())
+    if not denied:
+        return []
+    shown = "advertised in ApiVersions" if lst.advertises_denied() else "left out of ApiVersions"
+    names = ", ".join(denied)
+    return [f"  refused    {len(denied)} APIs on listener {lst.name!r} ({shown}): {names}"]
 
 
 def tls_summary(settings: Settings) -> list[str]:

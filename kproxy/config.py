@@ -33,6 +33,7 @@ from pydantic import (
 
 from kproxy.config_errors import FILE_PATH, ConfigError, describe_validation_error, key_segment
 from kproxy.config_events import EventSettings, KafkaSinkSettings
+from kproxy.config_policy import ApiPolicySettings
 from kproxy.config_sasl import ClusterSaslSettings
 from kproxy.config_section import Section
 from kproxy.config_tls import ClusterTlsSettings, ListenerTlsSettings, SniSettings
@@ -62,6 +63,7 @@ from kproxy.hostport import (
 __all__ = [
     "LOG_LEVELS",
     "AdminSettings",
+    "ApiPolicySettings",
     "ClusterSaslSettings",
     "ClusterSettings",
     "ClusterTlsSettings",
@@ -180,6 +182,14 @@ class ListenerSettings(Section):
         description="one TLS port (bootstrap_port) for every node, chosen by the server "
         "name clients send; no port per node (needs tls)",
     )
+    name: Annotated[str, Strict(), Field(min_length=1, max_length=64)] = Field(
+        "default", description="names this listener in API policy refusals and their log lines"
+    )
+    api_policy: ApiPolicySettings | None = Field(
+        None,
+        description="the Kafka APIs clients may call here; refused ones get the "
+        "authorization error a broker sends (absent: all)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -206,6 +216,14 @@ class ListenerSettings(Section):
                 f"must be <= {most} so that broker_port_base + max_node_id <= {MAX_PORT}",
             )
         return self
+
+    def denied_apis(self) -> frozenset[int]:
+        """The API keys this listener refuses (`listeners.api_policy`)."""
+        return frozenset() if self.api_policy is None else self.api_policy.denied_keys()
+
+    def advertises_denied(self) -> bool:
+        """Whether ApiVersions keeps the refused APIs (`api_policy.advertise_denied`)."""
+        return self.api_policy is not None and self.api_policy.advertise_denied
 
     def port_for_node(self, node_id: int) -> int | None:
         """The local port serving ``node_id`` (0: OS-chosen), or None if unmappable (and

@@ -13,7 +13,7 @@ FILE_PATH: Final = "<file>"
 
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Lists in the configuration: their items are written [i], not .i
-_LIST_FIELDS: Final = frozenset({"bootstrap_servers"})
+_LIST_FIELDS: Final = frozenset({"bootstrap_servers", "allow", "deny"})
 
 # pydantic's error types -> kproxy's wording (YAML users, not Python programmers).
 _MESSAGES: Final = {

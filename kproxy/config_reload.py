@@ -30,6 +30,9 @@ LIVE: Final[dict[str, str]] = {
     "listeners.max_node_id": "nodes that have no listener yet",
     "listeners.tls": "new client connections (certificate, client CA, minimum version); "
     "turning TLS on or off needs a restart",
+    "listeners.api_policy": "at once, established connections included (their clients keep "
+    "the ApiVersions answer they were given)",
+    "listeners.name": "at once (the refusals sent and logged)",
     "limits.max_frame_bytes": "new client connections",
     "limits.max_in_flight_requests": "new client connections",
     "limits.write_buffer_high_bytes": "new client connections",

@@ -97,6 +97,14 @@ CONFIG_VALUES_REDACTED = MetricSpec(
     "Configuration values that named broker or controller addresses (listeners, "
     "advertised.listeners, controller.quorum.voters...), withheld from clients.",
 )
+REQUESTS_REFUSED = MetricSpec(
+    "kproxy_requests_refused_total",
+    COUNTER,
+    ("api", "listener"),
+    "Requests refused by listeners.api_policy, by API and listener (bootstrap, node-N): "
+    "answered with the authorization error a broker would send, or the connection closed "
+    "where the API has no response (acks=0 Produce).",
+)
 NODES_DISCOVERED = MetricSpec(
     "kproxy_nodes_discovered_total",
     COUNTER,

@@ -91,6 +91,7 @@ class KproxyMetrics:
         self.endpoints_unmapped = cast(Counter, made[specs.ENDPOINTS_UNMAPPED])
         self.nodes_discovered = cast(Counter, made[specs.NODES_DISCOVERED])
         self.config_values_redacted = cast(Counter, made[specs.CONFIG_VALUES_REDACTED])
+        self.requests_refused = cast(Counter, made[specs.REQUESTS_REFUSED])
         self.api_versions_clamped = cast(Counter, made[specs.API_VERSIONS_CLAMPED])
         self.request_duration = cast(Histogram, made[specs.REQUEST_DURATION])
         self.upstream_duration = cast(Histogram, made[specs.UPSTREAM_DURATION])

@@ -294,6 +294,9 @@ class Observability(ProxyObserver):
     def configs_redacted(self, api_key: int, count: int) -> None:
         self.metrics.config_values_redacted.labels(api_name(api_key)).inc(count)
 
+    def request_refused(self, api_key: int, listener: str) -> None:
+        self.metrics.requests_refused.labels(api_name(api_key), listener).inc()
+
     def api_versions_clamped(self, dropped: int, lowered: int) -> None:
         self.metrics.api_versions_clamped.inc()
 

@@ -11,6 +11,8 @@ Output (committed, never edited by hand):
     kproxy/protocol/generated/api_keys.py   every API key: name, versions, headers
     kproxy/protocol/generated/messages.py   walk plans for the messages that carry
                                             broker endpoints or partition leadership
+    kproxy/protocol/generated/layouts.py    every field of every message version, for
+                                            the responses kproxy writes itself (refusals)
 
 Only names, types, versions and tags are taken from the schemas; no "about" text.
 
@@ -42,6 +44,9 @@ LEGACY_SOURCE = "apache/kafka 3.9 c821449f"
 
 # --- plan encoding: the codes kproxy/protocol/plan.py reads -----------------------------
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
+from generate_layouts import Definitions, LayoutWriter, layouts_module  # noqa: E402
+
 from kproxy.protocol.plan_codes import (  # noqa: E402
     K_CONFIG,
     K_ENDPOINT,
@@ -245,6 +250,7 @@ class Node:
     tagged: list[tuple[int, Node]]  # struct tagged fields
     nullable: bool
     tag: int | None = None
+    spec: dict[str, Any] = field(default_factory=dict)  # the schema's field definition
 
 
 def build_fields(
@@ -274,15 +280,15 @@ def build_node(msg: Message, f: dict[str, Any], v: int, flexible: bool) -> Node:
     base = typ[2:] if is_array else typ
     if base in FIXED_WIDTH or base in ("string", "bytes", "records"):
         if is_array:
-            return Node(f["name"], "array", base, [], [], nullable)
-        return Node(f["name"], base, None, [], [], nullable)
+            return Node(f["name"], "array", base, [], [], nullable, spec=f)
+        return Node(f["name"], base, None, [], [], nullable, spec=f)
     sub = f.get("fields")
     if sub is None:
         sub = msg.common[base]["fields"]
     regular, tagged = build_fields(msg, sub, v, flexible)
-    struct = Node(f["name"], "struct", None, regular, tagged, nullable)
+    struct = Node(f["name"], "struct", None, regular, tagged, nullable, spec=f)
     if is_array:
-        return Node(f["name"], "array", None, [struct], [], nullable)
+        return Node(f["name"], "array", None, [struct], [], nullable, spec=f)
     return struct
 
 
@@ -442,12 +448,11 @@ def assign_roles(
 
 
 # --- plan emission --------------------------------------------------------------------------
-class PlanWriter:
+class PlanWriter(Definitions):
     """Emits deduplicated struct plans as Python literals."""
 
     def __init__(self) -> None:
-        self.defs: dict[str, str] = {}  # literal -> name
-        self.order: list[tuple[str, str]] = []
+        super().__init__("S")
 
     def struct(self, node: Node, roles: dict[int, Roles], flexible: bool, path: str) -> str:
         r = roles.get(id(node), Roles())
@@ -463,13 +468,7 @@ class PlanWriter:
         else:
             tagged = "None"
         ftuple = "(" + "".join(f + ", " for f in fields) + ")"
-        literal = f"({ftuple}, {tagged}, {r.kind}, {path!r})"
-        name = self.defs.get(literal)
-        if name is None:
-            name = f"S{len(self.defs)}"
-            self.defs[literal] = name
-            self.order.append((name, literal))
-        return name
+        return self.name(f"({ftuple}, {tagged}, {r.kind}, {path!r})")
 
     def field(self, f: Node, roles: dict[int, Roles], flexible: bool, path: str, r: Roles) -> str:
         role = r.by_field.get(id(f), R_NONE)
@@ -570,6 +569,8 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
 
     # ---- messages.py
     writer = PlanWriter()
+    layout_writer = LayoutWriter()
+    layouts: list[str] = []
     plans: list[str] = []
     rules: list[str] = []
     every = sorted(set(primary) | set(legacy), key=lambda t: (t[1], t[0]))
@@ -583,6 +584,8 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
             flexible = _has(msg.flexible, v)
             regular, tagged = build_fields(msg, msg.fields, v, flexible)
             top = Node(msg.name, "struct", None, regular, tagged, False)
+            layout = layout_writer.struct(regular, tagged)
+            layouts.append(f"    ({api_key}, {kind == 'request'}, {v}): {layout},")
             found: list[tuple[str, str]] = []
             roles = assign_roles(msg, top, walked, found)
             for path, desc in found:
@@ -622,7 +625,11 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
     out.extend(rules)
     out.append("]")
     messages_py = "\n".join(out) + "\n"
-    return {"api_keys.py": api_keys_py, "messages.py": messages_py}
+    return {
+        "api_keys.py": api_keys_py,
+        "messages.py": messages_py,
+        "layouts.py": layouts_module(header, layout_writer, layouts),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

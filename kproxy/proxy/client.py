@@ -28,7 +28,9 @@ class ClientConnection(asyncio.Protocol):
         self.services = services
         self.listener = listener
         self.node_id = node_id
-        self.session = ProxySession(services.addresses, services.limits, services.refused_apis)
+        self.session = ProxySession(
+            services.addresses, services.limits, services.refused_apis, services.api_policy
+        )
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
         self.closed = False
@@ -72,6 +74,8 @@ class ClientConnection(asyncio.Protocol):
         if step.to_client:
             self._write_client(step.to_client)
         svc.observe_requests(step.requests)
+        if step.refused:
+            svc.refused(self, step.refused)
         if step.close is not None:
             svc.failed(self, step.close)
             return
@@ -179,6 +183,8 @@ class ClientConnection(asyncio.Protocol):
         if step.to_upstream:
             self._to_upstream(step.to_upstream)
         svc.observe_responses(step, self.node_id, _now())
+        if step.refused:
+            svc.refused(self, step.refused)
         if step.resume_reading:
             self._resume("in_flight")
         if self.draining and not self.session.inflight and not self.session.streaming_request:

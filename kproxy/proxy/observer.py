@@ -83,6 +83,9 @@ class ProxyObserver:
     def api_versions_clamped(self, dropped: int, lowered: int) -> None:
         pass
 
+    def request_refused(self, api_key: int, listener: str) -> None:
+        """A request refused by the listener's API policy (`kproxy.session.policy`)."""
+
     def configs_redacted(self, api_key: int, count: int) -> None:
         """Configuration values that named addresses, withheld from a client."""
 

@@ -27,6 +27,7 @@ from kproxy.proxy.tls_reload import CertificateReloader
 from kproxy.proxy.upstream import FD_EXHAUSTED
 from kproxy.session import SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
+from kproxy.session.policy import ApiPolicy
 from kproxy.tls import ServerTls, client_context
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class Proxy:
             self.observer,
             SessionLimits(limits.max_frame_bytes, limits.max_in_flight_requests),
             CLIENT_REFUSED_APIS if lst.role == "client" else frozenset(),
+            ApiPolicy(lst.name, lst.denied_apis(), lst.advertises_denied()),
             limits.write_buffer_high_bytes,
             connect_timeout,
             self.client_tls,
@@ -141,6 +143,7 @@ class Proxy:
         svc.write_buffer_high = limits.write_buffer_high_bytes
         svc.connect_timeout = float(cluster.connect_timeout_seconds)
         svc.upstream_tls = upstream_tls
+        svc.api_policy.update(lst.name, lst.denied_apis(), lst.advertises_denied())
         discovery = self.discovery
         discovery.tls, discovery.sasl = upstream_tls, cluster.sasl
         discovery.connect_timeout = svc.connect_timeout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import ssl
 
+from kproxy.protocol.apis import api_name
 from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
 from kproxy.proxy.listeners import ListenerSet
 from kproxy.proxy.mapping import AddressMap
@@ -12,6 +13,7 @@ from kproxy.proxy.observer import ProxyObserver
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import Connection, ConnectionRegistry
 from kproxy.session import SessionClose, SessionLimits, UpstreamStep
+from kproxy.session.policy import ApiPolicy
 from kproxy.tls import ServerTls
 from kproxy.tls import failure_reason as tls_failure_reason
 from kproxy.tls import failure_text as tls_failure_text
@@ -32,6 +34,7 @@ class ConnectionServices:
         observer: ProxyObserver,
         limits: SessionLimits,
         refused_apis: frozenset[int],
+        api_policy: ApiPolicy,
         write_buffer_high: int,
         connect_timeout: float,
         client_tls: ServerTls | None = None,
@@ -45,12 +48,14 @@ class ConnectionServices:
         self.observer = observer
         self.limits = limits
         self.refused_apis = refused_apis  # by this proxy's listeners (listeners.role)
+        self.api_policy = api_policy  # listeners.api_policy, shared: a reload updates it
         self.write_buffer_high = write_buffer_high
         self.connect_timeout = connect_timeout
         self.client_tls = client_tls  # listeners.tls: clients handshake before anything
         self.upstream_tls = upstream_tls  # cluster.tls
         self.held_log = RateLimitedLog(log)
         self.tls_log = RateLimitedLog(log)
+        self.refused_log = RateLimitedLog(log)
 
     def requests_held(self, conn: Connection, count: int) -> None:
         """A client pipelined past the in-flight limit: the rest wait, reading pauses."""
@@ -63,6 +68,21 @@ class ConnectionServices:
             self.limits.max_in_flight_requests,
             count,
         )
+
+    def refused(self, conn: Connection, api_keys: list[int]) -> None:
+        """Requests the listener's API policy refused, answered with an authorization
+        error (a log line per API, rate-limited, and a count)."""
+        listener = self.api_policy.listener
+        for key in api_keys:
+            self.observer.request_refused(key, conn.listener)
+            self.refused_log.warning(
+                api_name(key),
+                "refused %s from client %s on %s: not allowed on listener %r (api_policy)",
+                api_name(key),
+                conn.peer,
+                conn.listener,
+                listener,
+            )
 
     def learned(self, step: UpstreamStep) -> None:
         """Report the nodes a step learned (before what names them is sent)."""

@@ -15,6 +15,8 @@ as they would to a broker:
   what brokers and controllers send each other, never a client: client listeners refuse
   it. AddRaftVoter and RemoveRaftVoter are served by brokers (admin clients send them),
   so they pass, their endpoints walked under the walker's caps;
+* an API the listener's policy refuses (`kproxy.session.policy`) is answered with the
+  authorization error a broker sends (`refuse`);
 * SaslHandshake v0 is refused: raw SASL tokens follow it with no Kafka header, which
   kproxy cannot frame-check; every client since Kafka 1.0 uses v1 + SaslAuthenticate
   (KIP-152).
@@ -25,9 +27,17 @@ from __future__ import annotations
 import struct
 
 from kproxy.protocol.api_versions import SUPPORTED, UNSUPPORTED_VERSION
-from kproxy.protocol.apis import API_VERSIONS, CONTROLLER_PLANE_APIS, SASL_HANDSHAKE, api_name
+from kproxy.protocol.apis import (
+    API_VERSIONS,
+    CONTROLLER_PLANE_APIS,
+    PRODUCE,
+    SASL_HANDSHAKE,
+    api_name,
+)
 from kproxy.protocol.errors import UnsupportedVersion
-from kproxy.protocol.headers import RequestHeader
+from kproxy.protocol.headers import RequestHeader, parse_request_header
+from kproxy.protocol.refusal import refusal_response, refusal_text
+from kproxy.protocol.requests import produce_acks
 
 # Client listeners serve what a broker listener serves.
 CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
@@ -35,6 +45,12 @@ CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
 
 class ApiNotAllowed(UnsupportedVersion):
     reason = "api_not_allowed"
+
+
+class ApiDenied(UnsupportedVersion):
+    """Refused by the listener's API policy where no response can say so."""
+
+    reason = "api_denied"
 
 
 def check_request(hdr: RequestHeader, refused_apis: frozenset[int]) -> None:
@@ -71,3 +87,23 @@ def api_versions_fallback(correlation_id: int) -> bytes:
     low, high = SUPPORTED[API_VERSIONS]
     body = struct.pack(">ihihhh", correlation_id, UNSUPPORTED_VERSION, 1, API_VERSIONS, low, high)
     return struct.pack(">i", len(body)) + body
+
+
+def refuse(frame: memoryview, refused_apis: frozenset[int], listener: str) -> bytes:
+    """The authorization error a broker would answer this request with
+    (`kproxy.protocol.refusal`); ApiDenied (the connection is closed) where no response
+    can carry one."""
+    hdr = parse_request_header(frame)
+    check_request(hdr, refused_apis)
+    key, version = hdr.api_key, hdr.api_version
+    text = refusal_text(key, listener)
+    if key == PRODUCE and produce_acks(frame, hdr.body_offset, version) == 0:
+        raise ApiDenied(f"{text} (acks=0: no response to carry the error)")
+    # An answer echoes the request's entities: a bound against amplification.
+    budget = max(1 << 20, 4 * len(frame))
+    answer = refusal_response(
+        key, version, hdr.correlation_id, frame, hdr.body_offset, text, budget
+    )
+    if answer is None:
+        raise ApiDenied(f"{text} (the answer would pass {budget} bytes)")
+    return answer

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kproxy.protocol.frames import FrameMore, FrameStart
+from kproxy.protocol.walker import WalkResult
 
 # What the client's frame reader hands over: a whole request, or a large one's pieces.
 Frame = memoryview | FrameStart | FrameMore
@@ -36,3 +37,12 @@ class InFlight:
         self.header_version = header_version  # of the response
         self.client_id = client_id
         self.received = now  # arrived from the client and was forwarded at once
+
+
+class Held(NamedTuple):
+    """A response walked but not yet rewritten and released."""
+
+    request: InFlight
+    frame: memoryview
+    walked: WalkResult | None
+    upstream_seconds: float

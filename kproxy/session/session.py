@@ -14,8 +14,6 @@ is told is the port the listener really got.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from kproxy.protocol.api_versions import clamp_api_versions
 from kproxy.protocol.apis import (
     API_VERSIONS,
@@ -30,7 +28,7 @@ from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import RequestHeader, parse_request_header, parse_response_header
-from kproxy.protocol.primitives import INT32
+from kproxy.protocol.primitives import INT16, INT32
 from kproxy.protocol.requests import produce_acks
 from kproxy.protocol.rewriter import redact_configs, rewrite
 from kproxy.protocol.walker import (
@@ -46,28 +44,22 @@ from kproxy.session.admission import (
     api_versions_fallback,
     check_request,
     is_unknown_api_versions,
+    refuse,
 )
 from kproxy.session.mapping import AddressMapping
-from kproxy.session.records import Frame, InFlight, SessionLimits, frame_bytes
+from kproxy.session.policy import ApiPolicy
+from kproxy.session.records import Frame, Held, InFlight, SessionLimits, frame_bytes
 from kproxy.session.steps import ClientStep, NodeLearned, ResponseSeen, SessionClose, UpstreamStep
 
 _pack_size = INT32.pack
 _corr_id = INT32.unpack_from
+_api_key = INT16.unpack_from
 # Requests at least this large (Produce batches) are forwarded as they arrive rather than
 # gathered whole first: cut-through saves a copy and the time to receive the whole frame
 # before sending its first byte. Their header and Produce acks are within these bytes
 # (a client id is at most 32,767 bytes, a transactional id likewise).
 STREAM_REQUESTS_AFTER = 65536
 _NO_NODES: frozenset[int] = frozenset()
-
-
-class _Held(NamedTuple):
-    """A response walked but not yet rewritten and released."""
-
-    request: InFlight
-    frame: memoryview
-    walked: WalkResult | None
-    upstream_seconds: float
 
 
 class ProxySession:
@@ -81,6 +73,7 @@ class ProxySession:
         "inflight",
         "limits",
         "mapping",
+        "policy",
         "refused_apis",
         "upstream_reader",
     )
@@ -90,15 +83,17 @@ class ProxySession:
         mapping: AddressMapping,
         limits: SessionLimits,
         refused_apis: frozenset[int] = CLIENT_REFUSED_APIS,
+        policy: ApiPolicy | None = None,
     ) -> None:
         self.mapping = mapping
         self.limits = limits
         self.refused_apis = refused_apis
+        self.policy = ApiPolicy("default") if policy is None else policy
         self.client_reader = FrameReader(limits.max_frame_bytes, stream_after=STREAM_REQUESTS_AFTER)
         self.upstream_reader = FrameReader(limits.max_frame_bytes)
         self.inflight: CorrelationTable[InFlight] = CorrelationTable()
         self._paused_for_inflight = False
-        self._held: list[_Held] = []
+        self._held: list[Held] = []
         # Requests read while the in-flight limit was reached, in order (one read's worth:
         # the runtime stops reading the client meanwhile).
         self._waiting: list[Frame] = []
@@ -140,7 +135,7 @@ class ProxySession:
                 # arrives waits behind them, within a bound.
                 self._wait(frames)
             elif frames:
-                self._requests(frames, now, step.to_upstream, step.requests, step.to_client)
+                self._requests(frames, now, step)
         except ProtocolError as exc:
             step.to_upstream = []
             step.to_client = []
@@ -163,17 +158,12 @@ class ProxySession:
                 reason="too_many_requests_waiting",
             )
 
-    def _requests(
-        self,
-        frames: list[Frame],
-        now: float,
-        out: list[bytes | memoryview],
-        admitted: list[tuple[int, int]],
-        answers: list[bytes | memoryview],
-    ) -> None:
+    def _requests(self, frames: list[Frame], now: float, step: ClientStep | UpstreamStep) -> None:
         """Admit and forward requests in order until the in-flight limit is reached; the
         rest wait, in order, for responses to free slots (`_release`)."""
         limit = self.limits.max_in_flight_requests
+        out, admitted, answers = step.to_upstream, step.requests, step.to_client
+        denied = self.policy.denied
         for i, frame in enumerate(frames):
             if type(frame) is FrameMore:  # the rest of a request already on its way
                 out.append(frame.data)
@@ -182,16 +172,25 @@ class ProxySession:
                 self._waiting = frames[i:]
                 return
             if type(frame) is FrameStart:
-                # A large request on its way: unless kproxy must rewrite it, it is passed
-                # on as it arrives, its header read from its first bytes.
-                hdr = self._admit(frame.head, frame.size, now, admitted, whole=False)
-                if hdr is None:
+                # A large request on its way: unless kproxy must rewrite or refuse it, it
+                # is passed on as it arrives, its header read from its first bytes.
+                if (denied and _api_key(frame.head, 0)[0] in denied) or self._admit(
+                    frame.head, frame.size, now, admitted, whole=False
+                ) is None:
                     self.client_reader.gather()
                     continue
                 out.append(_pack_size(frame.size))
                 out.append(frame.head)
                 continue
             assert type(frame) is memoryview
+            if denied and _api_key(frame, 0)[0] in denied:
+                if self.inflight or self._held:
+                    # kproxy answers it, after the responses before it (they keep order)
+                    self._waiting = frames[i:]
+                    return
+                answers.append(refuse(frame, self.refused_apis, self.policy.listener))
+                step.refused.append(_api_key(frame, 0)[0])
+                continue
             hdr = self._admit(frame, len(frame), now, admitted, whole=True)
             if hdr is None:  # answered by kproxy itself
                 answers.append(api_versions_fallback(parse_request_header(frame).correlation_id))
@@ -319,7 +318,7 @@ class ProxySession:
                         step.learned.append(NodeLearned(node_id, ep.host, ep.port))
                     if mapping.needs_listener(node_id):
                         needed.add(node_id)
-            held.append(_Held(req, frame, walked, now - req.received))
+            held.append(Held(req, frame, walked, now - req.received))
         return needed
 
     def _client_view(self, ep: Endpoint) -> tuple[str, int] | None:
@@ -362,7 +361,9 @@ class ProxySession:
                         step.unmapped.append(node_id)
                 if leaders:
                     nodes = frozenset(e.node_id for e in walked.endpoints if e.node_id is not None)
-            elif key == API_VERSIONS and (clamped := clamp_api_versions(frame, 4, req.version)):
+            elif key == API_VERSIONS and (
+                clamped := clamp_api_versions(frame, 4, req.version, self.policy.advertised)
+            ):
                 out.extend(clamped.chunks)
                 step.clamped.append((len(clamped.dropped), len(clamped.lowered)))
             else:
@@ -386,7 +387,7 @@ class ProxySession:
         if self._waiting and len(self.inflight) < limit:
             waiting, self._waiting = self._waiting, []
             try:
-                self._requests(waiting, now, step.to_upstream, step.requests, out)
+                self._requests(waiting, now, step)
             except ProtocolError as exc:  # a waiting request was bad: the client's fault
                 step.close = SessionClose("client", exc.reason, str(exc))
                 return

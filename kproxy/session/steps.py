@@ -71,7 +71,15 @@ class ResponseSeen:
 class ClientStep:
     """The result of bytes from the client."""
 
-    __slots__ = ("close", "held", "pause_reading", "requests", "to_client", "to_upstream")
+    __slots__ = (
+        "close",
+        "held",
+        "pause_reading",
+        "refused",
+        "requests",
+        "to_client",
+        "to_upstream",
+    )
 
     def __init__(self) -> None:
         self.to_upstream: list[bytes | memoryview] = []
@@ -79,6 +87,7 @@ class ClientStep:
         self.requests: list[tuple[int, int]] = []  # (api key, frame size) admitted
         self.pause_reading = False  # too many requests in flight: stop reading the client
         self.held = 0  # requests that wait for an in-flight slot
+        self.refused: list[int] = []  # api keys answered with the listener's refusal
         self.close: SessionClose | None = None
 
 
@@ -91,6 +100,7 @@ class UpstreamStep:
         "learned",
         "nodes_needing_listeners",
         "redacted",
+        "refused",
         "requests",
         "responses",
         "resume_reading",
@@ -104,6 +114,7 @@ class UpstreamStep:
         # Requests that waited for an in-flight slot, released by these responses.
         self.to_upstream: list[bytes | memoryview] = []
         self.requests: list[tuple[int, int]] = []
+        self.refused: list[int] = []  # waiting requests answered with a refusal
         self.responses: list[ResponseSeen] = []
         # Listeners to open before anything more is sent; then call
         # `ProxySession.listeners_opened` for the responses held back for them.

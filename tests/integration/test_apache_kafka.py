@@ -6,10 +6,17 @@ confluent-kafka producer write with acks=all, the test moves leadership for real
 reassignment followed by a preferred-leader election, and a broker stopped and restarted.
 Afterwards every acknowledged message is read back through kproxy (confluent-kafka and
 the Java consumer), none twice, and no client ever saw a broker's own address.
+
+Other kproxy processes play gateways whose listener refuses administration
+(`api_policy`): with the refused APIs advertised, confluent-kafka and the Java AdminClient
+get TOPIC_AUTHORIZATION_FAILED with kproxy's reason; by default ApiVersions leaves them
+out and both clients fail at once on their own; produce and consume go on, and a reload
+that allows DeleteTopics holds on established connections.
 """
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_leak_hunt import LogLines, assert_no_leak
+from tests.integration.test_reload import reload_with
 from tests.java_perf import java_consume_count
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import MAIN_PRODUCER_PERF, KafkaCluster
@@ -209,3 +217,195 @@ def test_describe_configs_shows_no_broker_or_controller_address(
     values = " ".join(str(getattr(e, "value", "")) for e in seen.values())
     assert ".invalid" not in values and "127.0.0.1:" not in values, values[:2000]
     assert kproxy.metric("kproxy_config_values_redacted_total", api="DescribeConfigs") > 0
+
+
+# --------------------------------------------------------------------------- API policy
+MAIN_TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"  # bin/kafka-topics.sh
+MAIN_API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
+GATEWAY_DENIES = [
+    "CreateTopics",
+    "DeleteTopics",
+    "DeleteRecords",
+    "AlterConfigs",
+    "IncrementalAlterConfigs",
+    "CreateAcls",
+]
+
+
+def gateway_process(tmp: Path, kafka: KafkaCluster, **policy: object) -> KproxyProcess:
+    """A boundary listener that refuses administration; `kproxy` is the internal one."""
+    return KproxyProcess(
+        tmp,
+        kafka.external_real_bootstrap.split(","),
+        cluster={"dial_overrides": kafka.dial_overrides},
+        listeners={"name": "gateway", "api_policy": {"deny": GATEWAY_DENIES, **policy}},
+    )
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    kafka: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KproxyProcess]:
+    """Refused APIs stay in ApiVersions: clients send them and get the refusal."""
+    with gateway_process(tmp_path_factory.mktemp("gw"), kafka, advertise_denied=True) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def hiding_gateway(
+    kafka: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KproxyProcess]:
+    """The default: refused APIs are left out of ApiVersions."""
+    with gateway_process(tmp_path_factory.mktemp("hiding-gw"), kafka) as proc:
+        yield proc
+
+
+def create_topic_error(bootstrap: str, topic: str) -> object:
+    """confluent-kafka's CreateTopics: None on success, else the KafkaError."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    future = admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=30)[topic]
+    try:
+        future.result(60)
+    except KafkaException as exc:
+        return exc.args[0]
+    return None
+
+
+def test_gateway_refuses_create_topics_with_an_authorization_error(
+    kafka: KafkaCluster, kproxy: KproxyProcess, gateway: KproxyProcess
+) -> None:
+    from confluent_kafka import KafkaError
+
+    error = create_topic_error(gateway.bootstrap, "policy-confluent")
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, error  # type: ignore[attr-defined]
+    assert "not allowed on kproxy listener 'gateway'" in error.str()  # type: ignore[attr-defined]
+    # The Java AdminClient (kafka-topics.sh) gets the same, as an exception, not a timeout.
+    java = java_create_topic(kafka, gateway.bootstrap, "policy-java", check=False)
+    assert java.returncode != 0
+    assert "TopicAuthorizationException" in java.stdout + java.stderr, java.stderr[-2000:]
+    assert not {"policy-confluent", "policy-java"} & topics(kafka)
+    # The internal listener allows everything: the same requests succeed there.
+    assert create_topic_error(kproxy.bootstrap, "policy-confluent") is None
+    java_create_topic(kafka, kproxy.bootstrap, "policy-java")
+    assert {"policy-confluent", "policy-java"} <= topics(kafka)
+    assert gateway.metric("kproxy_requests_refused_total", api="CreateTopics")
+    assert "refused CreateTopics from client" in gateway.log()
+
+
+def test_a_gateway_leaves_refused_apis_out_of_api_versions(
+    kafka: KafkaCluster, hiding_gateway: KproxyProcess
+) -> None:
+    """By default the clients learn from ApiVersions that CreateTopics is not there and
+    fail at once, each with its own error, without sending it."""
+    from confluent_kafka import KafkaError
+
+    versions = kafka.java_tool(MAIN_API_VERSIONS, "--bootstrap-server", hiding_gateway.bootstrap)
+    assert "CreateTopics(19): UNSUPPORTED" in versions.stdout, versions.stdout[:3000]
+    assert "DeleteRecords(21): UNSUPPORTED" in versions.stdout
+    assert "Produce(0): 0 to" in versions.stdout and "\tFetch(1): " in versions.stdout
+    error = create_topic_error(hiding_gateway.bootstrap, "policy-hidden")
+    assert error is not None and error.code() == KafkaError._UNSUPPORTED_FEATURE, error  # type: ignore[attr-defined]
+    java = java_create_topic(kafka, hiding_gateway.bootstrap, "policy-hidden", check=False)
+    assert java.returncode != 0
+    assert "UnsupportedVersionException" in java.stdout + java.stderr, java.stderr[-2000:]
+    assert "policy-hidden" not in topics(kafka)
+    assert hiding_gateway.metric("kproxy_requests_refused_total", api="CreateTopics") == 0
+
+
+def test_gateway_serves_produce_and_consume_and_takes_a_new_policy_live(
+    kafka: KafkaCluster, gateway: KproxyProcess
+) -> None:
+    from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+    topic, doomed = "policy-data", "policy-doomed"
+    kafka.create_topic(topic, 1, 3)
+    kafka.create_topic(doomed, 1, 3)
+    producer = Producer({"bootstrap.servers": gateway.bootstrap, "acks": "all"})
+    consumer = Consumer(
+        {"bootstrap.servers": gateway.bootstrap, "group.id": "policy", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen: list[bytes] = []
+
+    def produce_and_read(values: range) -> None:
+        for i in values:
+            producer.produce(topic, value=b"%d" % i)
+        assert producer.flush(60) == 0
+        wait_until(
+            lambda: (
+                seen.extend(m.value() for m in consumer.consume(100, 1) if not m.error())
+                or len(seen) >= values.stop
+            ),
+            60,
+            what=f"{values.stop} records read back through the gateway",
+        )
+
+    produce_and_read(range(100))
+    assert delete_topic_error(gateway.bootstrap, doomed).code() == (  # type: ignore[attr-defined]
+        KafkaError.TOPIC_AUTHORIZATION_FAILED
+    )
+    # A reload that allows DeleteTopics holds at once; established connections carry on.
+    closed = closed_connections(gateway)
+    applied = gateway.metric("kproxy_config_reloads_total", result="applied")
+    reload_with(
+        gateway,
+        {"listeners": {"api_policy": {"deny": ["CreateTopics"], "advertise_denied": True}}},
+    )
+    wait_until(
+        lambda: gateway.metric("kproxy_config_reloads_total", result="applied") > applied,
+        30,
+        what="the policy reload",
+    )
+    produce_and_read(range(100, 110))
+    assert closed_connections(gateway) == closed
+    consumer.close()
+    assert sorted(int(v) for v in seen) == list(range(110))
+    assert delete_topic_error(gateway.bootstrap, doomed) is None
+    wait_until(lambda: doomed not in topics(kafka), 30, what=f"{doomed} deleted")
+    assert create_topic_error(gateway.bootstrap, "policy-still-denied") is not None
+    assert gateway.metric("kproxy_connections_closed_total", cause="api_denied") == 0
+
+
+def java_create_topic(
+    kafka: KafkaCluster, bootstrap: str, topic: str, *, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """kafka-topics.sh --create: the Java AdminClient's CreateTopics."""
+    return kafka.java_tool(
+        MAIN_TOPIC_COMMAND,
+        "--bootstrap-server", bootstrap,
+        "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1",
+        check=check, timeout=120,
+    )  # fmt: skip
+
+
+def delete_topic_error(bootstrap: str, topic: str) -> object:
+    """confluent-kafka's DeleteTopics: None on success, else the KafkaError."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        admin.delete_topics([topic], request_timeout=30)[topic].result(60)
+    except KafkaException as exc:
+        return exc.args[0]
+    return None
+
+
+def topics(kafka: KafkaCluster) -> set[str]:
+    """Topic names, asked of the brokers directly."""
+    return set(kafka.admin().list_topics(timeout=30).topics)
+
+
+def closed_connections(proc: KproxyProcess) -> float:
+    """Client connections kproxy has closed so far, every listener and cause."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(proc.metrics_text())
+        for sample in family.samples
+        if sample.name == "kproxy_connections_closed_total"
+    )

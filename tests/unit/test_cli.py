@@ -101,7 +101,8 @@ def test_check_config_shipped_examples() -> None:
 
 
 def test_check_config_prints_the_port_map() -> None:
-    """What a firewall or a Service must open, from the gateway example."""
+    """What a firewall or a Service must open, and what the listener refuses, from the
+    gateway example."""
     result = kproxy_cmd("check-config", "--config", str(REPO / "config" / "gateway.yaml"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1:] == [
@@ -111,6 +112,10 @@ def test_check_config_prints_the_port_map() -> None:
         "  node 1002  0.0.0.0:9202",
         "  node 1003  0.0.0.0:9203",
         "  admin      127.0.0.1:9644",
+        "  refused    12 APIs on listener 'gateway' (left out of ApiVersions): AlterConfigs, "
+        "AlterPartitionReassignments, AlterReplicaLogDirs, CreateAcls, CreatePartitions, "
+        "CreateTopics, DeleteAcls, DeleteRecords, DeleteTopics, ElectLeaders, "
+        "IncrementalAlterConfigs, UnregisterBroker",
     ]
 
 

@@ -568,7 +568,7 @@ ALLOWED = {
     "": "cluster, listeners, limits, admin, metrics, events, shutdown, log, runtime",
     "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds, tls, sasl",
     "listeners": "bind_host, advertised_host, bootstrap_port, broker_port_base,"
-    " node_port_overrides, max_node_id, role, tls, sni",
+    " node_port_overrides, max_node_id, role, tls, sni, name, api_policy",
     "limits": (
         "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests, allocator_retain_bytes,"
         " max_connections, max_connections_per_client_ip, idle_timeout_seconds,"
@@ -898,3 +898,48 @@ def test_host_only_dial_overrides_keep_the_port() -> None:
     assert c.dial_address("BROKER-1.kafka.invalid", 40123) == ("127.0.0.1", 40123)
     assert c.dial_address("broker-2.kafka.invalid", 9092) == ("10.0.0.2", 19092)
     assert c.dial_address("broker-2.kafka.invalid", 9093) == ("broker-2.kafka.invalid", 9093)
+
+
+# --------------------------------------------------------------------------- api_policy
+
+
+def policy(**lists: Any) -> dict[str, Any]:
+    return cfg(listeners={"name": "gateway", "api_policy": lists})
+
+
+def test_api_policy_deny_list_names_apis() -> None:
+    settings = parse_config(policy(deny=["CreateTopics", "DeleteRecords"]))
+    assert settings.listeners.denied_apis() == {19, 21}
+    assert settings.listeners.name == "gateway"
+    assert not settings.listeners.advertises_denied()
+    assert parse_config(MINIMAL).listeners.denied_apis() == frozenset()
+    advertising = policy(deny=["CreateTopics"], advertise_denied=True)
+    assert parse_config(advertising).listeners.advertises_denied()
+
+
+def test_api_policy_allow_list_refuses_everything_else_but_what_clients_need_first() -> None:
+    denied = parse_config(policy(allow=["Produce", "Fetch", "Metadata"])).listeners.denied_apis()
+    assert not {0, 1, 3, 18, 17, 36} & denied  # ApiVersions and SASL stay
+    assert {19, 20, 21, 32, 33} <= denied
+
+
+@pytest.mark.parametrize(
+    ("lists", "message"),
+    [
+        (
+            {"deny": ["CreateTopic"]},
+            "listeners.api_policy.deny[0]: not a Kafka API name (did you mean 'CreateTopics'?) "
+            "(got 'CreateTopic')",
+        ),
+        ({"deny": ["ApiVersions"]}, "listeners.api_policy.deny: ApiVersions cannot be denied"),
+        ({"deny": [], "allow": []}, "listeners.api_policy.deny: give allow or deny"),
+        ({}, "listeners.api_policy.deny: give allow or deny"),
+        ({"deny": "CreateTopics"}, "listeners.api_policy.deny: must be a list"),
+        (
+            {"deny": ["CreateTopics"], "advertise_denied": "yes"},
+            "listeners.api_policy.advertise_denied: must be true or false (got 'yes')",
+        ),
+    ],
+)
+def test_api_policy_errors_name_the_bad_value(lists: dict[str, Any], message: str) -> None:
+    assert error_of(policy(**lists)).startswith(message)

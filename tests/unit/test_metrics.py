@@ -46,6 +46,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.connections_refused.labels("bootstrap", "connection_limit").inc()
     m.accept_errors.labels("fd_exhausted").inc()
     m.requests_held.labels("bootstrap").inc(3)
+    m.requests_refused.labels("CreateTopics", "bootstrap").inc()
     m.config_values_redacted.labels("DescribeConfigs").inc(2)
     m.upstream_connect_failures.labels("refused").inc()
     m.tls_handshake_failures.labels("client", "not_tls").inc()

@@ -1,0 +1,47 @@
+"""A listener's API policy: which APIs its clients may call (sans-IO).
+
+A gateway at a network boundary refuses what outsiders must not do (CreateTopics,
+DeleteRecords, AlterConfigs...) while another listener serves everything. A refused
+request is answered with the authorization error a broker would send
+(`kproxy.protocol.refusal`), and ApiVersions on that listener no longer advertises the
+refused APIs, so well-behaved clients do not try them: librdkafka and the Java client then
+fail such a call at once with their own "unsupported by the broker" error. With
+`advertise_denied` the refused APIs stay advertised, clients send them, and they get the
+authorization error with kproxy's reason, as from a broker whose ACLs refuse them.
+
+One object per proxy, shared by its sessions: a reload replaces `denied` in place, so
+the new policy holds at once for established connections too (as a broker's ACL change
+does).
+"""
+
+from __future__ import annotations
+
+from kproxy.protocol.api_versions import SUPPORTED
+from kproxy.protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
+
+# What a client needs before it can ask anything: never refused.
+ALWAYS_ALLOWED = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
+
+
+class ApiPolicy:
+    """The API keys refused on one listener."""
+
+    __slots__ = ("advertise_denied", "denied", "listener")
+
+    def __init__(
+        self, listener: str, denied: frozenset[int] = frozenset(), advertise_denied: bool = False
+    ) -> None:
+        self.listener = listener
+        self.denied = denied - ALWAYS_ALLOWED
+        self.advertise_denied = advertise_denied
+
+    def update(self, listener: str, denied: frozenset[int], advertise_denied: bool) -> None:
+        self.listener = listener
+        self.denied = denied - ALWAYS_ALLOWED
+        self.advertise_denied = advertise_denied
+
+    def advertised(self, api_key: int) -> tuple[int, int] | None:
+        """The versions ApiVersions offers for this key on this listener (None: dropped)."""
+        if api_key in self.denied and not self.advertise_denied:
+            return None
+        return SUPPORTED.get(api_key)
