@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(kcat haproxy prometheus chromium)
+# No recommended packages: prometheus would bring prometheus-node-exporter, a service on
+# port 9100, and chromium a desktop's worth; fonts-liberation is the one chromium needs.
+debian_packages=(kcat haproxy prometheus chromium fonts-liberation)
 
 missing=()
 for pkg in "${debian_packages[@]}"; do
@@ -25,7 +27,7 @@ if ((${#missing[@]})); then
     echo "install-peers: apt-get install ${missing[*]}"
     "${sudo[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
-        "${missing[@]}"
+        --no-install-recommends "${missing[@]}"
 else
     echo "install-peers: Debian packages present (${debian_packages[*]})"
 fi

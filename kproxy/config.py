@@ -41,6 +41,7 @@ from kproxy.config_types import (
     Bool,
     BrokerAddress,
     Host,
+    NodeIdKey,
     NodePort,
     Port,
     PositiveSeconds,
@@ -163,8 +164,10 @@ class ListenerSettings(Section):
     broker_port_base: Port = Field(
         9100, description="node N is served on broker_port_base + N (0: OS-chosen per node)"
     )
-    node_port_overrides: dict[Annotated[int, Strict(), Field(ge=0)], NodePort] = Field(
-        default_factory=dict, description="node id -> port, before broker_port_base + id"
+    node_port_overrides: dict[NodeIdKey, NodePort] = Field(
+        default_factory=dict,
+        description="node id -> port, before broker_port_base + id",
+        json_schema_extra={"propertyNames": {"pattern": "^[0-9]+$"}},
     )
     max_node_id: Annotated[int, Strict(), Field(ge=0)] = Field(
         1000, description="ids above this without an override cannot be mapped"
@@ -271,8 +274,11 @@ class AdminSettings(Section):
     enabled: Bool = True
     bind_host: Host = "127.0.0.1"
     port: Port = 9644
-    topology: Bool = Field(
-        True, description="serve /topology (it shows the brokers' real addresses)"
+    topology: Bool | Literal["loopback"] = Field(
+        True,
+        description="serve /topology (it shows the brokers' real addresses); loopback: only "
+        "to clients on this host (in Kubernetes, this pod: kubectl port-forward), while "
+        "probes and scrapes reach the other endpoints from outside",
     )
     request_timeout_seconds: PositiveSeconds = Field(
         5.0, description="a request not whole by then, or an idle connection, is closed"

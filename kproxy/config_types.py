@@ -74,6 +74,16 @@ def non_empty_path(value: Any) -> Any:
     return value
 
 
+def _decimal_key(value: object) -> object:
+    # JSON object keys are strings: a configuration written from JSON, or rendered by a
+    # Helm template, names node 1001 as "1001". Only whole decimal numbers are taken.
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return value
+
+
+# A node id as a mapping key: an integer, or the decimal string JSON makes of one.
+NodeIdKey = Annotated[int, BeforeValidator(_decimal_key), Strict(), Field(ge=0)]
 Bool = Annotated[bool, Strict()]
 Port = Annotated[int, Strict(), Field(ge=0, le=MAX_PORT, description="0: a port the OS chooses")]
 NodePort = Annotated[int, Strict(), Field(ge=1, le=MAX_PORT)]

@@ -145,7 +145,8 @@ async def _demo(
         print(f"kproxy demo: bootstrap address {bootstrap}")
         if running.admin is not None:
             admin = f"http://127.0.0.1:{running.admin.port}"
-            print(f"kproxy demo: admin {admin}/metrics {admin}/topology {admin}/readyz")
+            paths = " ".join(f"{admin}/{p}" for p in ("metrics", "topology", "readyz", "healthz"))
+            print(f"kproxy demo: admin {paths}")
         print(
             f"kproxy demo: topic {TOPIC!r} ({PARTITIONS} partitions) is there; the demo "
             "cluster (librdkafka's mock) serves no CreateTopics, so other topics cannot be made"

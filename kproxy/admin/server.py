@@ -23,6 +23,7 @@ listener table, both only when asked.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
@@ -61,10 +62,11 @@ def _json(body: dict[str, Any], status: int = 200) -> web.Response:
 
 
 def make_app(
-    observer: Observability, status: _Status, topology_enabled: bool = True
+    observer: Observability, status: _Status, topology: bool | str = True
 ) -> web.Application:
     """The admin application: `observer` supplies metrics and the leader table,
-    `status.proxy` readiness and the node table."""
+    `status.proxy` readiness and the node table. `topology`: serve /topology (True), not
+    at all (False), or only to loopback peers ("loopback")."""
 
     async def metrics(request: web.Request) -> web.Response:
         # Prometheus asks for OpenMetrics or the text format in its Accept header.
@@ -81,7 +83,11 @@ def make_app(
         ready, reason = (False, "the proxy has not started") if proxy is None else proxy.readiness()
         return _json({"ready": ready, "reason": reason}, 200 if ready else 503)
 
-    async def topology(request: web.Request) -> web.Response:
+    async def topology_view(request: web.Request) -> web.Response:
+        if topology == "loopback" and not _is_loopback(request.remote):
+            return _json(
+                {"error": "/topology is served to loopback clients only (admin.topology)"}, 403
+            )
         proxy = status.proxy
         nodes: dict[str, Any] = (
             {"cluster_reached": False, "bootstrap": None, "nodes": []}
@@ -100,9 +106,16 @@ def make_app(
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    if topology_enabled:
-        app.router.add_get("/topology", topology)
+    if topology:
+        app.router.add_get("/topology", topology_view)
     return app
+
+
+def _is_loopback(remote: str | None) -> bool:
+    try:
+        return remote is not None and ipaddress.ip_address(remote).is_loopback
+    except ValueError:  # a Unix socket's peer, never kproxy's case
+        return False
 
 
 class AdminServer:
@@ -116,7 +129,7 @@ class AdminServer:
     ) -> None:
         self.bind_host = settings.admin.bind_host
         self.requested_port = settings.admin.port
-        self.topology_enabled = settings.admin.topology
+        self.topology = settings.admin.topology
         self.request_timeout = settings.admin.request_timeout_seconds
         self.observer = observer
         self._status = _Status()
@@ -134,7 +147,7 @@ class AdminServer:
         if self._runner is not None:
             return
         runner = web.AppRunner(
-            make_app(self.observer, self._status, self.topology_enabled),
+            make_app(self.observer, self._status, self.topology),
             access_log=None,
             handle_signals=False,
             # aiohttp closes a connection that is idle, or has sent part of a request

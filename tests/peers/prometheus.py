@@ -15,9 +15,16 @@ from tests.peers.procs import PeerProcess
 
 
 class Prometheus:
-    """`prometheus` scraping `targets` (host:port) every `interval` seconds."""
+    """`prometheus` scraping `targets` (host:port) every `interval` seconds, evaluating
+    the alerting rules in `rule_files` every second."""
 
-    def __init__(self, workdir: Path, targets: list[str], interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        targets: list[str],
+        interval: float = 1.0,
+        rule_files: tuple[Path, ...] = (),
+    ) -> None:
         binary = shutil.which("prometheus")
         if binary is None:
             raise FileNotFoundError("prometheus is not installed (apt-get install prometheus)")
@@ -34,6 +41,7 @@ class Prometheus:
                     "scrape_configs": [
                         {"job_name": "kproxy", "static_configs": [{"targets": targets}]}
                     ],
+                    "rule_files": [str(f) for f in rule_files],
                 }
             )
         )
@@ -60,6 +68,10 @@ class Prometheus:
             body = json.loads(resp.read())
         assert body["status"] == "success", body
         return body["data"]
+
+    def alerts(self) -> dict[str, str]:
+        """Alert name -> state (pending, firing) of the active alerts."""
+        return {a["labels"]["alertname"]: a["state"] for a in self.api("alerts")["alerts"]}
 
     def query(self, expr: str) -> dict[tuple[tuple[str, str], ...], float]:
         """Instant query: {sorted label pairs (without __name__): value}."""

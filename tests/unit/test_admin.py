@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kproxy.admin.server import AdminServer, start_admin
+from kproxy.admin.server import AdminServer, make_app, start_admin
 from kproxy.app import Stop, serve
 from kproxy.config import Settings, parse_config
 from kproxy.observability import Observability
@@ -215,6 +215,41 @@ def test_not_ready_until_the_cluster_is_reached(tmp_path: Path) -> None:
             assert topo["cluster_reached"] is False
         finally:
             await ctx.stop(0.1)
+            await admin.stop()
+            observer.close()
+
+    run(main())
+
+
+def test_topology_loopback_answers_this_host_and_refuses_others(tmp_path: Path) -> None:
+    """`admin.topology: loopback`, as in Kubernetes: the kubelet's probes and Prometheus
+    reach /readyz and /metrics from other addresses, /topology is only for a client in
+    the pod (kubectl port-forward connects from the pod's loopback)."""
+    from unittest import mock
+
+    from aiohttp.test_utils import make_mocked_request
+
+    async def main() -> None:
+        settings = settings_for(tmp_path, unused_port(), admin={
+            "bind_host": "127.0.0.1", "port": 0, "topology": "loopback"
+        })  # fmt: skip
+        observer = Observability(settings)
+        admin = await start_admin(settings, observer)
+        try:
+            assert (await get(f"{admin.url}/topology"))[0] == 200
+            app = make_app(observer, mock.Mock(proxy=None), settings.admin.topology)
+            for remote, expected in (("10.1.2.3", 403), ("::1", 200), ("127.0.0.2", 200)):
+                transport = mock.Mock()
+                transport.get_extra_info.return_value = (remote, 40000)
+                request = make_mocked_request("GET", "/topology", app=app, transport=transport)
+                match = await app.router.resolve(request)
+                response = await match.handler(request)
+                assert response.status == expected, remote
+                if expected == 403:
+                    assert "loopback clients only" in str(response.text)
+                request = make_mocked_request("GET", "/readyz", app=app, transport=transport)
+                assert (await (await app.router.resolve(request)).handler(request)).status == 503
+        finally:
             await admin.stop()
             observer.close()
 

@@ -907,6 +907,16 @@ def policy(**lists: Any) -> dict[str, Any]:
     return cfg(listeners={"name": "gateway", "api_policy": lists})
 
 
+def test_node_ids_as_json_keys_are_taken() -> None:
+    """JSON object keys are strings, so a configuration written from JSON or rendered by
+    Helm names node 1001 as "1001"; only whole decimal numbers are taken."""
+    s = parse_config(cfg(listeners={"max_node_id": 10, "node_port_overrides": {"1001": 9201}}))
+    assert s.listeners.node_port_overrides == {1001: 9201}
+    for key in ("-1", "1.5", " 1", "\u0661"):
+        bad = cfg(listeners={"max_node_id": 10, "node_port_overrides": {key: 9201}})
+        assert "must be an integer" in error_of(bad), key
+
+
 def test_api_policy_deny_list_names_apis() -> None:
     settings = parse_config(policy(deny=["CreateTopics", "DeleteRecords"]))
     assert settings.listeners.denied_apis() == {19, 21}

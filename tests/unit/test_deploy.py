@@ -40,11 +40,13 @@ def test_embedded_kproxy_config_loads_and_ports_agree(path: Path) -> None:
     assert configs, "no kproxy.yaml ConfigMap"
     settings = parse_config(yaml.safe_load(configs[0]["data"]["kproxy.yaml"]))
     for dep in (d for d in docs if d["kind"] == "Deployment"):
-        for c in dep["spec"]["template"]["spec"]["containers"]:
+        pod = dep["spec"]["template"]["spec"]
+        for c in pod.get("initContainers", []) + pod["containers"]:
             if c["name"] != "kproxy":
                 continue
             ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
-            assert ports["admin"] == settings.admin.port
+            admin = "admin" if "admin" in ports else "kproxy-admin"
+            assert ports[admin] == settings.admin.port
             assert settings.admin.bind_host != "127.0.0.1", "probes could not reach /readyz"
             if "bootstrap" in ports:
                 assert ports["bootstrap"] == settings.listeners.bootstrap_port

@@ -1,0 +1,101 @@
+"""The container image's start, as `docker run --read-only` would do it: no registry
+serves the base image here, so the test lays out the Dockerfile's filesystem itself in a
+mount and network namespace of its own (its user and group, working directory, volume
+and configuration path, everything else read-only) and runs the image's entrypoint as
+that user with each documented configuration. kproxy must come up healthy, write its
+event log only into the volume, answer the image's HEALTHCHECK, and stop cleanly.
+
+Needs root (for the namespaces), as CI has."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVER = Path(__file__).with_name("layout_driver.py")
+
+
+def dockerfile_final_stage() -> dict[str, Any]:
+    """USER, WORKDIR, VOLUME, ENTRYPOINT, CMD and HEALTHCHECK of the Dockerfile's last
+    stage (continuation lines joined; JSON forms only, as hadolint asks)."""
+    text = (REPO / "Dockerfile").read_text().replace("\\\n", " ")
+    stage = text.rsplit("\nFROM ", 1)[1]
+    found: dict[str, Any] = {}
+    for line in stage.splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word in ("USER", "WORKDIR"):
+            found[word] = rest.strip()
+        elif word in ("VOLUME", "ENTRYPOINT", "CMD"):
+            found[word] = json.loads(rest)
+        elif word == "HEALTHCHECK":
+            found[word] = json.loads(rest.split(" CMD ", 1)[1])
+        elif word == "RUN" and "useradd" in rest:
+            found["RUN"] = rest
+    return found
+
+
+def image_spec(config: Path) -> dict[str, Any]:
+    image = dockerfile_final_stage()
+    user, _, group = image["USER"].partition(":")
+    uid, gid = int(user), int(group or 0)  # no group named: docker runs it as group 0
+    argv = image["ENTRYPOINT"] + image["CMD"]
+    assert argv[0] == "kproxy" and "--config" in argv
+    config_path = argv[argv.index("--config") + 1]
+    settings = yaml.safe_load(config.read_text())
+    healthcheck = image["HEALTHCHECK"]
+    assert healthcheck[0] == "python"
+    volumes = image.get("VOLUME", [])
+    return {
+        "python_home": sys.base_prefix,
+        "config": str(config),
+        "uid": uid,
+        "gid": gid,
+        "workdir": image.get("WORKDIR", "/"),
+        "volumes": volumes,
+        "config_path": config_path,
+        "entrypoint": ["-m", "kproxy", *argv[1:]],
+        "healthcheck": healthcheck[1:],
+        "admin_port": settings["admin"]["port"],
+        "events_dir": settings["events"]["dir"],
+    }
+
+
+def documented(name: str, tmp_path: Path) -> Path:
+    """config/NAME.yaml as documented, its brokers on a loopback port nothing serves (the
+    namespace has no other address to reach)."""
+    settings = yaml.safe_load((REPO / "config" / name).read_text())
+    settings["cluster"]["bootstrap_servers"] = ["127.0.0.1:1"]
+    settings["cluster"].pop("dial_overrides", None)
+    out = tmp_path / name
+    out.write_text(yaml.safe_dump(settings))
+    out.chmod(0o644)
+    return out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the image's layout needs root namespaces")
+@pytest.mark.parametrize("name", ["gateway.yaml", "sidecar.yaml"])
+def test_the_image_starts_with_each_documented_configuration(name: str, tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    spec = image_spec(documented(name, tmp_path))
+    argv = ["unshare", "--mount", "--net", "--propagation", "private"]
+    argv += [sys.executable, str(DRIVER), json.dumps(spec)]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, shlex.join(argv) + "\n" + run.stderr[-3000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    log = report.pop("log")
+    assert "Permission denied" not in log and "Traceback" not in log, log[-3000:]
+    assert report["healthz"] == 200, log[-3000:]
+    assert report["readyz"] == 503  # no cluster in the namespace: not ready, still alive
+    assert report["healthcheck_exit"] == 0
+    assert report["events_dir_owner"] == spec["uid"], "the event log is not in the volume"
+    assert report["root_writable"] is False, "the root filesystem was not read-only"
+    assert report["exit_code"] == 0, log[-3000:]
