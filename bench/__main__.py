@@ -1,6 +1,7 @@
 """``python -m bench``: the benchmark harness (see bench/README.md).
 
 python -m bench run [--quick] [--rounds N] [--workloads a,b] [--paths x,y] [--out DIR]
+python -m bench ab WORKLOAD [--baseline REV] [--rounds N] [--scale S]
 python -m bench report RESULTS.json [--md FILE] [--png FILE]
 python -m bench list
 python -m bench profile-top PROFILE.txt [--top 25]
@@ -15,7 +16,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench import report
+from bench import ab, report
 from bench.upstreams import ALL_PATHS, PATH_DESCRIPTIONS
 
 
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import run
 
     run.add_arguments(sub.add_parser("run", help="run the benchmark"))
+    ab.add_arguments(sub.add_parser("ab", help="one workload: kproxy against haproxy and direct"))
     rep = sub.add_parser("report", help="regenerate RESULTS.md and the plot from a JSON file")
     rep.add_argument("results", type=Path)
     rep.add_argument("--md", type=Path, default=None, help="default: beside the JSON file")
@@ -77,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.cmd == "run":
         return run.main_run(args)
+    if args.cmd == "ab":
+        return ab.main_ab(args)
     if args.cmd == "report":
         results = json.loads(args.results.read_text())
         md = args.md or args.results.with_name("RESULTS.md")

@@ -181,9 +181,11 @@ class KproxyPeer(LoopbackPeer):
         *,
         dial_overrides: dict[str, str] | None = None,
         log_level: str = "WARNING",
+        source: Path = REPO,
     ) -> None:
         self.name = name
         self.loop = loop
+        self.source = source  # the checkout whose kproxy runs (bench ab: a baseline)
         self.workdir = workdir
         self.port = free_port()
         self.admin_port = free_port()
@@ -212,10 +214,10 @@ class KproxyPeer(LoopbackPeer):
         cfg = self.workdir / "kproxy.yaml"
         cfg.write_text(yaml.safe_dump(self.config))
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = str(self.source) + os.pathsep + env.get("PYTHONPATH", "")
         argv = [sys.executable, "-m", "kproxy", "run", "--config", str(cfg)]
         self.process = PeerProcess(
-            self.name, argv, log_path=self.workdir / "kproxy.log", env=env, cwd=REPO
+            self.name, argv, log_path=self.workdir / "kproxy.log", env=env, cwd=self.source
         ).start()
         proc = self.process
         try:

@@ -45,6 +45,7 @@ from bench.peers import (
 )
 from bench.upstreams import (
     ALL_PATHS,
+    DEFAULT_PATHS,
     PATH_DESCRIPTIONS,
     KafkaUpstream,
     LeaderMover,
@@ -163,7 +164,8 @@ class Options:
     quick: bool = False
     rounds: int = 3
     workloads: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=lambda: list(ALL_PATHS))
+    paths: list[str] = field(default_factory=lambda: list(DEFAULT_PATHS))
+    baseline_source: Path | None = None  # bench ab --baseline: that revision's checkout
     scale: float = 1.0
     out_json: Path = BENCH / "results.json"
     out_md: Path | None = BENCH / "RESULTS.md"
@@ -366,11 +368,15 @@ class Harness:
 
     def _make_upstream(self, name: str) -> Upstream:
         wd = self.workdir / name
+        up: Upstream
         if name == "tansu":
-            return TansuUpstream(wd)
-        if name == "kafka":
-            return KafkaUpstream(wd)
-        return MockUpstream(wd)
+            up = TansuUpstream(wd)
+        elif name == "kafka":
+            up = KafkaUpstream(wd)
+        else:
+            up = MockUpstream(wd)
+        up.baseline_source = self.opts.baseline_source
+        return up
 
     def _set_status(self, path: str, upstream: str, status: str) -> None:
         self.results["paths"][path]["status"][upstream] = status
@@ -705,7 +711,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--paths",
-        default=",".join(ALL_PATHS),
+        default=",".join(DEFAULT_PATHS),
         help="comma-separated paths (default: all); direct is always included",
     )
     p.add_argument("--scale", type=float, default=1.0, help="multiply every message count")

@@ -48,7 +48,10 @@ ALL_PATHS = (
     "grepplabs",
     "kproxy-uvloop",
     "kproxy-asyncio",
+    "kproxy-base",
 )
+#: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`).
+DEFAULT_PATHS = ALL_PATHS[:-1]
 
 PATH_DESCRIPTIONS = {
     "direct": "client to broker, nothing in between",
@@ -58,6 +61,7 @@ PATH_DESCRIPTIONS = {
     "grepplabs": "grepplabs kafka-proxy (Go)",
     "kproxy-uvloop": "kproxy on uvloop",
     "kproxy-asyncio": "kproxy on the standard asyncio loop",
+    "kproxy-base": "kproxy on uvloop, at the baseline revision (bench ab --baseline)",
 }
 
 MAIN = "main"
@@ -127,6 +131,8 @@ class Upstream:
         self.workdir = workdir
         self.haproxy: HaproxyPeer | None = None
         self.haproxy_error: str | None = None
+        #: A checkout of the baseline revision, for the kproxy-base path.
+        self.baseline_source: Path | None = None
 
     # -- addresses ---------------------------------------------------------------------
     def direct_bootstrap(self) -> str:
@@ -176,10 +182,13 @@ class Upstream:
                     "front a multi-broker cluster"
                 )
             return TansuProxyPeer(self.proxy_target(), workdir=wd, stop_grace=2.0).start()
-        if path in ("kproxy-uvloop", "kproxy-asyncio"):
-            loop = path.split("-", 1)[1]
+        if path in ("kproxy-uvloop", "kproxy-asyncio", "kproxy-base"):
             servers = self.proxy_target().split(",")
-            return KproxyPeer(path, loop, servers, wd).start()
+            if path == "kproxy-base":
+                if self.baseline_source is None:
+                    raise Unavailable("no baseline revision (python -m bench ab --baseline REV)")
+                return KproxyPeer(path, "uvloop", servers, wd, source=self.baseline_source).start()
+            return KproxyPeer(path, path.split("-", 1)[1], servers, wd).start()
         if path == "kroxylicious":
             return KroxyliciousPeer(path, self.proxy_target(), self.node_ids, wd).start()
         if path == "grepplabs":

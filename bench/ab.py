@@ -1,0 +1,120 @@
+"""``python -m bench ab WORKLOAD``: the quick A/B a developer runs before and after a
+change to kproxy's hot path, in minutes.
+
+One workload, every path once per round, rounds interleaved: direct, haproxy (the
+floor), kproxy on uvloop from the working tree and, with ``--baseline REV``, kproxy on
+uvloop from that git revision (checked out in a temporary worktree). Rounds are longer
+than the full run's (``--scale``, 4 by default) so that one round's ratio holds still,
+and the figures that hold stillest on a shared machine come first: kproxy's CPU per
+request and per GB from /proc and its own counters. Each figure is the median over the
+rounds with its min-max spread.
+
+    python -m bench ab latency --baseline HEAD~1 --rounds 7
+    python -m bench ab produce-1KiB
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.report import rounds_of, series
+from bench.stats import ratio_summary, summarize
+
+REPO = Path(__file__).resolve().parents[1]
+KPROXY_PATHS = ("kproxy-uvloop", "kproxy-base")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", help="one workload (python -m bench list)")
+    p.add_argument("--baseline", metavar="REV", help="also run kproxy at this git revision")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    p.add_argument("--scale", type=float, default=4.0, help="message counts x this (default 4)")
+    p.add_argument("--no-haproxy", action="store_true", help="leave haproxy out")
+    p.add_argument("--out", type=Path, default=None, help="results.json here (default: a temp dir)")
+    p.add_argument("--profile", type=Path, default=None, help="py-spy profiles of kproxy here")
+
+
+@contextlib.contextmanager
+def checkout(revision: str | None) -> Iterator[Path | None]:
+    """A detached worktree of ``revision`` (removed afterwards), or None."""
+    if revision is None:
+        yield None
+        return
+    where = Path(tempfile.mkdtemp(prefix="kproxy-ab-")) / "baseline"
+    git = ["git", "-C", str(REPO)]
+    subprocess.run([*git, "worktree", "add", "--detach", str(where), revision], check=True,
+                   capture_output=True)  # fmt: skip
+    try:
+        yield where
+    finally:
+        subprocess.run([*git, "worktree", "remove", "--force", str(where)], check=False,
+                       capture_output=True)  # fmt: skip
+
+
+def _span(s: dict[str, Any], fmt: str) -> str:
+    if s["median"] is None:
+        return "-"
+    return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
+
+
+def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
+    """One row per path: the workload's figures as medians [min-max] over the rounds,
+    the ratio to direct taken per round, and kproxy's CPU per request and per GB."""
+    wl = results["workloads"][workload]
+    runs, rounds = wl.get("runs", []), rounds_of(results)
+    metrics = wl["metrics"]
+    primary = metrics[0]["key"]
+    header = ["path", *(f"{m['label']} ({m['unit']})" for m in metrics), "ratio to direct",
+              "CPU us/request", "CPU s/GB"]  # fmt: skip
+    rows = [header]
+    direct = series(runs, "direct", primary, rounds)
+    for path in results["paths"]:
+        row = [path]
+        row += [_span(summarize(series(runs, path, m["key"], rounds)), ",.2f") for m in metrics]
+        ratio = ratio_summary(series(runs, path, primary, rounds), direct)
+        row.append("-" if path == "direct" else _span(ratio, ".2f"))
+        per_100k = summarize(series(runs, path, "cpu_s_per_100k_requests", rounds, "kproxy"))
+        us = {k: (v * 10 if isinstance(v, float) else v) for k, v in per_100k.items()}
+        row.append(_span(us, ".1f") if path in KPROXY_PATHS else "-")
+        per_gb = summarize(series(runs, path, "cpu_s_per_gb_wire", rounds, "kproxy"))
+        row.append(_span(per_gb, ".3f") if path in KPROXY_PATHS else "-")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
+
+
+def main_ab(args: argparse.Namespace) -> int:
+    from bench.run import Harness, Options, raise_fd_limit, workloads
+
+    if args.workload not in {w.name for w in workloads(quick=False)}:
+        raise SystemExit(f"unknown workload {args.workload!r} (python -m bench list)")
+    paths = ["direct", *([] if args.no_haproxy else ["haproxy"]), "kproxy-uvloop"]
+    if args.baseline:
+        paths.append("kproxy-base")
+    out = args.out or Path(tempfile.mkdtemp(prefix="kproxy-ab-results-"))
+    out.mkdir(parents=True, exist_ok=True)
+    raise_fd_limit()
+    with checkout(args.baseline) as baseline:
+        opts = Options(
+            rounds=args.rounds,
+            workloads=[args.workload],
+            paths=paths,
+            scale=args.scale,
+            out_json=out / "results.json",
+            out_md=None,
+            out_png=None,
+            profile_dir=args.profile,
+            baseline_source=baseline,
+        )
+        results = Harness(opts).run()
+    against = f", baseline {args.baseline}" if args.baseline else ""
+    print(f"\n{args.workload}, {args.rounds} rounds, scale {args.scale}{against}: {opts.out_json}")
+    for line in summary_lines(results, args.workload):
+        print(line)
+    return 0

@@ -1,0 +1,41 @@
+"""`python -m bench ab`'s summary: medians and spreads per path, the ratio to direct
+taken round by round, and kproxy's CPU per request in microseconds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.ab import summary_lines
+
+
+def run(path: str, r: int, p50: float, cpu_100k: float | None = None) -> dict[str, Any]:
+    record: dict[str, Any] = {"round": r, "path": path, "ok": True, "result": {"p50_ms": p50}}
+    if cpu_100k is not None:
+        record["kproxy"] = {"cpu_s_per_100k_requests": cpu_100k, "cpu_s_per_gb_wire": 0.5}
+    return record
+
+
+def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() -> None:
+    results = {
+        "meta": {"rounds": 2},
+        "paths": {"direct": {}, "kproxy-uvloop": {}},
+        "workloads": {
+            "latency": {
+                "metrics": [{"key": "p50_ms", "label": "p50", "unit": "ms"}],
+                "runs": [
+                    run("direct", 0, 0.2),
+                    run("kproxy-uvloop", 0, 0.3, 17.0),
+                    run("direct", 1, 0.4),  # a slow round for everyone
+                    run("kproxy-uvloop", 1, 0.6, 15.0),
+                ],
+            }
+        },
+    }
+    header, direct, kproxy = (line.split("  ") for line in summary_lines(results, "latency"))
+    cells = [c.strip() for c in kproxy if c.strip()]
+    assert cells[0] == "kproxy-uvloop"
+    assert cells[1] == "0.45 [0.30-0.60]"
+    assert cells[2] == "1.50 [1.50-1.50]"  # 0.3/0.2 and 0.6/0.4: the drift cancels
+    assert cells[3] == "160.0 [150.0-170.0]"  # seconds per 100k requests -> us per request
+    assert cells[4] == "0.500 [0.500-0.500]"
+    assert [c.strip() for c in direct if c.strip()][2:] == ["-", "-", "-"]
