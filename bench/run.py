@@ -276,14 +276,16 @@ def _generator(
 
 
 class Profiler:
-    """py-spy recording a process for the length of one run (collapsed stacks)."""
+    """py-spy recording a process for the length of one run (collapsed stacks). Only
+    samples that hold the GIL count: a thread waiting in epoll or a lock is not using
+    the CPU, and without `--gil` those waits swamp the profile."""
 
     def __init__(self, pid: int, out: Path) -> None:
         self.out = out
         out.parent.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
             ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
-             "--nonblocking", "-o", str(out)],
+             "--gil", "--nonblocking", "-o", str(out)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         time.sleep(0.5)
