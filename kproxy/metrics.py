@@ -3,9 +3,9 @@
 names (about a hundred Kafka APIs), node ids (bounded by the cluster's size), listener
 names (one per node), and small fixed sets of causes and reasons.
 
-Each `KproxyMetrics` has its own `CollectorRegistry`, so tests can make several. Its
-recording methods cache label children: per-request code does a dict lookup, not
-prometheus_client's label validation, for every frame.
+Each `KproxyMetrics` has its own `CollectorRegistry`, so tests can make several. What
+every frame and response updates is counted by `kproxy.hot_metrics` and made into
+samples at scrape time.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from prometheus_client.exposition import choose_encoder
 
 from kproxy import __version__
 from kproxy import metric_specs as specs
+from kproxy.hot_metrics import HOT_PATH_SPECS, HotPathMetrics
 from kproxy.metric_specs import (
     BOOTSTRAP_NODE,
     COUNTER,
@@ -77,8 +78,13 @@ class KproxyMetrics:
         self.topic_labels = topic_labels
         reg = self.registry
         made = {
-            spec: _make(spec, reg) for spec in METRICS if topic_labels or not spec.topic_labels_only
+            spec: _make(spec, reg)
+            for spec in METRICS
+            if (topic_labels or not spec.topic_labels_only) and spec not in HOT_PATH_SPECS
         }
+        # Frames, bytes and latency: plain counts, made into samples at scrape time.
+        self.hot = HotPathMetrics()
+        reg.register(self.hot)
         self.leader_changes = cast(Counter, made[specs.LEADER_CHANGES])
         self.leader_changes_by_topic = cast(
             "Counter | None", made.get(specs.LEADER_CHANGES_BY_TOPIC)
@@ -93,10 +99,6 @@ class KproxyMetrics:
         self.config_values_redacted = cast(Counter, made[specs.CONFIG_VALUES_REDACTED])
         self.requests_refused = cast(Counter, made[specs.REQUESTS_REFUSED])
         self.api_versions_clamped = cast(Counter, made[specs.API_VERSIONS_CLAMPED])
-        self.request_duration = cast(Histogram, made[specs.REQUEST_DURATION])
-        self.upstream_duration = cast(Histogram, made[specs.UPSTREAM_DURATION])
-        self.frames = cast(Counter, made[specs.FRAMES])
-        self.bytes = cast(Counter, made[specs.BYTES])
         self.connections_opened = cast(Counter, made[specs.CONNECTIONS_OPENED])
         self.connections_active = cast(Gauge, made[specs.CONNECTIONS_ACTIVE])
         self.connections_closed = cast(Counter, made[specs.CONNECTIONS_CLOSED])
@@ -118,34 +120,13 @@ class KproxyMetrics:
             # process_* (memory, CPU, open fds) and python_info, as the default registry has.
             ProcessCollector(registry=reg)
             PlatformCollector(registry=reg)
-        # Label children, cached by the raw values the runtime passes.
-        self._frame_children: dict[tuple[int, str], tuple[Counter, Counter]] = {}
-        self._latency_children: dict[int, tuple[Histogram, Histogram]] = {}
 
-    # -- the hot path ---------------------------------------------------------------------
+    # -- the hot path (kproxy.hot_metrics) -----------------------------------------------------
     def frame(self, api_key: int, direction: str, size: int) -> None:
-        children = self._frame_children.get((api_key, direction))
-        if children is None:
-            name = api_name(api_key)
-            children = (
-                self.frames.labels(name, direction),
-                self.bytes.labels(name, direction),
-            )
-            self._frame_children[(api_key, direction)] = children
-        children[0].inc()
-        children[1].inc(size)
+        self.hot.frame(api_key, direction, size)
 
     def response(self, api_key: int, total_seconds: float, upstream_seconds: float) -> None:
-        children = self._latency_children.get(api_key)
-        if children is None:
-            name = api_name(api_key)
-            children = (
-                self.request_duration.labels(name),
-                self.upstream_duration.labels(name),
-            )
-            self._latency_children[api_key] = children
-        children[0].observe(total_seconds)
-        children[1].observe(upstream_seconds)
+        self.hot.response(api_key, total_seconds, upstream_seconds)
 
     # -- the rest ------------------------------------------------------------------------------
     def leader_change(self, source_api: int, topic: str) -> None:

@@ -60,6 +60,7 @@ class Observability(ProxyObserver):
             registry=registry,
             runtime_collectors=runtime_collectors,
         )
+        self.hot = self.metrics.hot  # frames and latency, every request: one call less
         self.leaders_table = leader_table if leader_table is not None else LeaderTable()
         ev = settings.events
         self.sample_rate = ev.request_sample_rate if ev.enabled else 0.0
@@ -176,7 +177,7 @@ class Observability(ProxyObserver):
         self.metrics.config_reloads.labels(result).inc()
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
-        self.metrics.frame(api_key, direction, size)
+        self.hot.frame(api_key, direction, size)
 
     def response(
         self,
@@ -186,7 +187,7 @@ class Observability(ProxyObserver):
         total_seconds: float,
         upstream_seconds: float,
     ) -> None:
-        self.metrics.response(api_key, total_seconds, upstream_seconds)
+        self.hot.response(api_key, total_seconds, upstream_seconds)
         rate = self.sample_rate
         if rate > 0.0 and client_id != self.own_client_id and self._sample() < rate:
             self._emit(

@@ -32,6 +32,7 @@ def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() ->
         },
     }
     header, direct, kproxy = (line.split("  ") for line in summary_lines(results, "latency"))
+    assert [c.strip() for c in header if c.strip()][-2:] == ["CPU us/request", "CPU s/GB"]
     cells = [c.strip() for c in kproxy if c.strip()]
     assert cells[0] == "kproxy-uvloop"
     assert cells[1] == "0.45 [0.30-0.60]"

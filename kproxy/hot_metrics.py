@@ -1,0 +1,113 @@
+"""The metrics every frame and response updates, kept as plain counts and made into
+Prometheus samples only when /metrics is scraped.
+
+prometheus_client's counters and histograms take a lock and walk their value objects on
+every `inc()` and `observe()` (1.5-4 us each); a request and its response made six such
+calls. Here a frame costs a dict lookup and two integer additions, a response two
+bisections. Everything runs on the event loop's thread, scrapes included (the admin
+server shares the loop), so the counts need no lock.
+
+The samples are the ones the per-call families gave: the same names, labels, help and
+buckets (`kproxy.metric_specs`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from kproxy.metric_specs import BYTES, FRAMES, REQUEST_DURATION, UPSTREAM_DURATION, MetricSpec
+from kproxy.protocol.apis import api_name
+
+__all__ = ["HOT_PATH_SPECS", "HotPathMetrics"]
+
+HOT_PATH_SPECS = (FRAMES, BYTES, REQUEST_DURATION, UPSTREAM_DURATION)
+
+
+class _Latency:
+    """One API's two latency histograms: per-bucket (not cumulative) counts, the last
+    one +Inf, and the sums."""
+
+    __slots__ = ("total_buckets", "total_sum", "upstream_buckets", "upstream_sum")
+
+    def __init__(self, buckets: int) -> None:
+        self.total_buckets = [0] * (buckets + 1)
+        self.upstream_buckets = [0] * (buckets + 1)
+        self.total_sum = 0.0
+        self.upstream_sum = 0.0
+
+
+class HotPathMetrics(Collector):
+    """kproxy_frames_total, kproxy_bytes_total, kproxy_request_duration_seconds and
+    kproxy_upstream_duration_seconds."""
+
+    def __init__(self) -> None:
+        self.frames: dict[tuple[int, str], list[int]] = {}  # (api, direction) -> [n, bytes]
+        self.latency: dict[int, _Latency] = {}
+        self.bounds = REQUEST_DURATION.buckets
+        if UPSTREAM_DURATION.buckets != self.bounds:
+            raise ValueError("the two latency histograms must share their buckets")
+
+    # -- the hot path ------------------------------------------------------------------
+    def frame(self, api_key: int, direction: str, size: int) -> None:
+        counts = self.frames.get((api_key, direction))
+        if counts is None:
+            counts = self.frames[(api_key, direction)] = [0, 0]
+        counts[0] += 1
+        counts[1] += size
+
+    def response(self, api_key: int, total_seconds: float, upstream_seconds: float) -> None:
+        latency = self.latency.get(api_key)
+        if latency is None:
+            latency = self.latency[api_key] = _Latency(len(self.bounds))
+        # A bucket counts values <= its bound: bisect_left finds the first bound >= value.
+        latency.total_buckets[bisect_left(self.bounds, total_seconds)] += 1
+        latency.total_sum += total_seconds
+        latency.upstream_buckets[bisect_left(self.bounds, upstream_seconds)] += 1
+        latency.upstream_sum += upstream_seconds
+
+    # -- a scrape ----------------------------------------------------------------------
+    def collect(self) -> Iterator[Metric]:
+        frames = _counter(FRAMES)
+        sizes = _counter(BYTES)
+        for (api_key, direction), (count, size) in sorted(self.frames.items()):
+            labels = [api_name(api_key), direction]
+            frames.add_metric(labels, count)
+            sizes.add_metric(labels, size)
+        total = _histogram(REQUEST_DURATION)
+        upstream = _histogram(UPSTREAM_DURATION)
+        for api_key, latency in sorted(self.latency.items()):
+            labels = [api_name(api_key)]
+            total.add_metric(
+                labels, self._cumulative(latency.total_buckets), sum_value=latency.total_sum
+            )
+            upstream.add_metric(
+                labels, self._cumulative(latency.upstream_buckets), sum_value=latency.upstream_sum
+            )
+        yield from (frames, sizes, total, upstream)
+
+    def describe(self) -> Iterator[Metric]:
+        # Names only, so that registering checks them against every other family's.
+        yield from (_counter(FRAMES), _counter(BYTES))
+        yield from (_histogram(REQUEST_DURATION), _histogram(UPSTREAM_DURATION))
+
+    def _cumulative(self, counts: list[int]) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        running = 0
+        for bound, count in zip((*map(floatToGoString, self.bounds), "+Inf"), counts, strict=True):
+            running += count
+            out.append((bound, running))
+        return out
+
+
+def _counter(spec: MetricSpec) -> CounterMetricFamily:
+    # The family is named without `_total`: prometheus_client adds it to the sample.
+    return CounterMetricFamily(spec.name.removesuffix("_total"), spec.help, labels=spec.labels)
+
+
+def _histogram(spec: MetricSpec) -> HistogramMetricFamily:
+    return HistogramMetricFamily(spec.name, spec.help, labels=spec.labels)
