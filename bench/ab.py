@@ -5,8 +5,9 @@ One workload, every path once per round, rounds interleaved: direct, haproxy (th
 floor), kproxy on uvloop from the working tree and, with ``--baseline REV``, kproxy on
 uvloop from that git revision (checked out in a temporary worktree). Rounds are longer
 than the full run's (``--scale``, 4 by default) so that one round's ratio holds still,
-and the figures that hold stillest on a shared machine come first: kproxy's CPU per
-request and per GB from /proc and its own counters. Each figure is the median over the
+and the figures that hold stillest on a shared machine are there: every proxy's CPU per
+message moved (haproxy's too) from /proc, and kproxy's CPU per request and per GB from
+its own counters. Each figure is the median over the
 rounds with its min-max spread.
 
     python -m bench ab latency --baseline HEAD~1 --rounds 7
@@ -71,7 +72,7 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
     metrics = wl["metrics"]
     primary = metrics[0]["key"]
     header = ["path", *(f"{m['label']} ({m['unit']})" for m in metrics), "ratio to direct",
-              "CPU us/request", "CPU s/GB"]  # fmt: skip
+              "CPU us/message", "CPU us/request", "CPU s/GB"]  # fmt: skip
     rows = [header]
     direct = series(runs, "direct", primary, rounds)
     for path in results["paths"]:
@@ -79,6 +80,13 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
         row += [_span(summarize(series(runs, path, m["key"], rounds)), ",.2f") for m in metrics]
         ratio = ratio_summary(series(runs, path, primary, rounds), direct)
         row.append("-" if path == "direct" else _span(ratio, ".2f"))
+        # Any proxy's CPU (haproxy's too) over the messages the workload moved.
+        cpu = series(runs, path, "cpu_seconds", rounds, "proxy")
+        messages = series(runs, path, "messages", rounds)
+        per_message = [
+            c / m * 1e6 if c is not None and m else None for c, m in zip(cpu, messages, strict=True)
+        ]
+        row.append("-" if path == "direct" else _span(summarize(per_message), ".1f"))
         per_100k = summarize(series(runs, path, "cpu_s_per_100k_requests", rounds, "kproxy"))
         us = {k: (v * 10 if isinstance(v, float) else v) for k, v in per_100k.items()}
         row.append(_span(us, ".1f") if path in KPROXY_PATHS else "-")

@@ -9,9 +9,11 @@ from bench.ab import summary_lines
 
 
 def run(path: str, r: int, p50: float, cpu_100k: float | None = None) -> dict[str, Any]:
-    record: dict[str, Any] = {"round": r, "path": path, "ok": True, "result": {"p50_ms": p50}}
+    result = {"p50_ms": p50, "messages": 1000}
+    record: dict[str, Any] = {"round": r, "path": path, "ok": True, "result": result}
     if cpu_100k is not None:
         record["kproxy"] = {"cpu_s_per_100k_requests": cpu_100k, "cpu_s_per_gb_wire": 0.5}
+        record["proxy"] = {"cpu_seconds": cpu_100k / 100}
     return record
 
 
@@ -32,11 +34,16 @@ def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() ->
         },
     }
     header, direct, kproxy = (line.split("  ") for line in summary_lines(results, "latency"))
-    assert [c.strip() for c in header if c.strip()][-2:] == ["CPU us/request", "CPU s/GB"]
+    assert [c.strip() for c in header if c.strip()][-3:] == [
+        "CPU us/message",
+        "CPU us/request",
+        "CPU s/GB",
+    ]
     cells = [c.strip() for c in kproxy if c.strip()]
     assert cells[0] == "kproxy-uvloop"
     assert cells[1] == "0.45 [0.30-0.60]"
     assert cells[2] == "1.50 [1.50-1.50]"  # 0.3/0.2 and 0.6/0.4: the drift cancels
-    assert cells[3] == "160.0 [150.0-170.0]"  # seconds per 100k requests -> us per request
-    assert cells[4] == "0.500 [0.500-0.500]"
-    assert [c.strip() for c in direct if c.strip()][2:] == ["-", "-", "-"]
+    assert cells[3] == "160.0 [150.0-170.0]"  # 0.17 s over 1,000 messages: 170 us
+    assert cells[4] == "160.0 [150.0-170.0]"  # seconds per 100k requests -> us per request
+    assert cells[5] == "0.500 [0.500-0.500]"
+    assert [c.strip() for c in direct if c.strip()][2:] == ["-", "-", "-", "-"]
