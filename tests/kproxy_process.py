@@ -151,7 +151,9 @@ class KproxyProcess:
         return code
 
     def __enter__(self) -> KproxyProcess:
-        return self.start()
+        # `with kp.start(nofile=...)` has started it already: a second start would leave
+        # the first process running after the block.
+        return self if self.proc is not None else self.start()
 
     def __exit__(
         self,

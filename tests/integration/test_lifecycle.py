@@ -130,3 +130,17 @@ def test_second_signal_exits_at_once(tmp_path: Path) -> None:
             assert time.monotonic() - started < 5
             assert "second stop signal" in kp.log()
             mc.set_rtt(1, 0)
+
+
+def test_a_started_kproxy_used_as_a_context_is_the_one_stopped(tmp_path: Path) -> None:
+    """`with kp.start(nofile=...)` (the hardening tests' form) runs one kproxy and stops
+    it at the end of the block: none is left behind."""
+    from tests.peers.net import free_port
+
+    kp = KproxyProcess(tmp_path, [f"127.0.0.1:{free_port()}"])
+    running = kp.start()  # what `with kp.start():` does, in two steps to see the process
+    started = kp.proc
+    assert started is not None
+    with running:
+        assert kp.proc is started
+    assert started.poll() is not None, f"kproxy {started.pid} still runs after its block"
