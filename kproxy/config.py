@@ -34,6 +34,8 @@ from pydantic import (
 from kproxy.config_errors import FILE_PATH, ConfigError, describe_validation_error, key_segment
 from kproxy.config_events import EventSettings, KafkaSinkSettings
 from kproxy.config_policy import ApiPolicySettings
+from kproxy.config_ports import NodePorts, check_ports
+from kproxy.config_quorum import ControllerSettings, QuorumSettings
 from kproxy.config_sasl import ClusterSaslSettings
 from kproxy.config_section import Section
 from kproxy.config_tls import ClusterTlsSettings, ListenerTlsSettings, SniSettings
@@ -69,6 +71,7 @@ __all__ = [
     "ClusterSettings",
     "ClusterTlsSettings",
     "ConfigError",
+    "ControllerSettings",
     "EventSettings",
     "HostPort",
     "KafkaSinkSettings",
@@ -77,6 +80,7 @@ __all__ = [
     "ListenerTlsSettings",
     "LogSettings",
     "MetricsSettings",
+    "QuorumSettings",
     "RuntimeSettings",
     "Secret",
     "Settings",
@@ -315,6 +319,7 @@ class Settings(Section):
     shutdown: ShutdownSettings = Field(default_factory=ShutdownSettings)
     log: LogSettings = Field(default_factory=LogSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    quorum: QuorumSettings = Field(default_factory=QuorumSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -327,47 +332,15 @@ class Settings(Section):
 
     @model_validator(mode="after")
     def _check_ports(self) -> Settings:
-        """Cross-section port collisions (0 = OS-chosen never collides)."""
+        """Cross-section port collisions (`kproxy.config_ports`)."""
         lst = self.listeners
-        bootstrap, base, overrides = (
-            lst.bootstrap_port,
-            lst.broker_port_base,
-            lst.node_port_overrides,
+        check_ports(
+            NodePorts(
+                lst.bootstrap_port, lst.broker_port_base, lst.max_node_id, lst.node_port_overrides
+            ),
+            self.admin.port if self.admin.enabled else 0,
+            {node_id: c.port for node_id, c in self.quorum.controllers.items()},
         )
-        admin_port = self.admin.port if self.admin.enabled else 0
-
-        def derived_node(port: int) -> int | None:
-            """The node whose ``broker_port_base + id`` port this is, if in use."""
-            node_id = port - base
-            if base and 0 <= node_id <= lst.max_node_id and node_id not in overrides:
-                return node_id
-            return None
-
-        if admin_port and admin_port == bootstrap:
-            raise fail("admin.port", "collides with listeners.bootstrap_port")
-        node_id = derived_node(bootstrap) if bootstrap else None
-        if node_id is not None:
-            raise fail(
-                "listeners.bootstrap_port",
-                f"collides with the port of node {node_id} (broker_port_base + {node_id})",
-            )
-        used_by: dict[int, int] = {}
-        for node_id, port in overrides.items():
-            at = f"listeners.node_port_overrides.{node_id}"
-            other = derived_node(port)
-            if port == bootstrap:
-                raise fail(at, f"port {port} collides with listeners.bootstrap_port")
-            if port == admin_port:
-                raise fail(at, f"port {port} collides with admin.port")
-            if port in used_by:
-                raise fail(at, f"port {port} is also used by node {used_by[port]}")
-            if other is not None and other != node_id:
-                raise fail(
-                    at,
-                    f"port {port} collides with the port of node {other} "
-                    f"(broker_port_base + {other})",
-                )
-            used_by[port] = node_id
         return self
 
 

@@ -42,6 +42,7 @@ from kproxy.leadership_facts import (
     Recovery,
     Redirect,
 )
+from kproxy.protocol.apis import METADATA_TOPIC, METADATA_TOPIC_ID
 from kproxy.protocol.walker import LeaderObservation
 
 __all__ = [
@@ -245,6 +246,8 @@ class LeaderTable:
             topic_id = None  # the all-zero uuid means "no id" on the wire
         if topic_id is None:
             return (name or None), None
+        if topic_id == METADATA_TOPIC_ID:
+            return METADATA_TOPIC, topic_id  # no Metadata response ever names it
         names = self._topic_names
         if name:
             if names.get(topic_id) != name:

@@ -245,6 +245,26 @@ CLUSTER_REACHED = MetricSpec(
     (),
     "1 once kproxy has had an answer from the cluster, else 0.",
 )
+QUORUM_LEADER = MetricSpec(
+    "kproxy_quorum_leader",
+    GAUGE,
+    (),
+    "The KRaft quorum's leader (a controller id) as kproxy last saw it pass in Vote, "
+    "BeginQuorumEpoch, EndQuorumEpoch or a Fetch of the metadata log (KIP-853); -1 until seen.",
+)
+QUORUM_EPOCH = MetricSpec(
+    "kproxy_quorum_epoch",
+    GAUGE,
+    (),
+    "The KRaft quorum's leader epoch as kproxy last saw it; -1 until seen.",
+)
+QUORUM_LEADER_CHANGES = MetricSpec(
+    "kproxy_quorum_leader_changes_total",
+    COUNTER,
+    ("source_api",),
+    "KRaft quorum leader moves (a newer epoch), each counted once, by the API of the "
+    "response that showed it first.",
+)
 BUILD_INFO = MetricSpec(
     "kproxy_build_info",
     GAUGE,

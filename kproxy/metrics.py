@@ -37,7 +37,7 @@ from kproxy.metric_specs import (
     MetricSpec,
     series_names,
 )
-from kproxy.protocol.apis import api_name
+from kproxy.protocol.apis import METADATA_TOPIC, api_name
 
 __all__ = [
     "COUNTER",
@@ -114,6 +114,9 @@ class KproxyMetrics:
         self.events_written = cast(Counter, made[specs.EVENTS_WRITTEN])
         self.events_dropped = cast(Counter, made[specs.EVENTS_DROPPED])
         self.cluster_reached = cast(Gauge, made[specs.CLUSTER_REACHED])
+        self.quorum_leader = cast(Gauge, made[specs.QUORUM_LEADER])
+        self.quorum_epoch = cast(Gauge, made[specs.QUORUM_EPOCH])
+        self.quorum_leader_changes = cast(Counter, made[specs.QUORUM_LEADER_CHANGES])
         self.build_info = cast(Gauge, made[specs.BUILD_INFO])
         self.build_info.labels(__version__).set(1)
         if runtime_collectors:
@@ -131,6 +134,8 @@ class KproxyMetrics:
     # -- the rest ------------------------------------------------------------------------------
     def leader_change(self, source_api: int, topic: str) -> None:
         self.leader_changes.labels(api_name(source_api)).inc()
+        if topic == METADATA_TOPIC:
+            self.quorum_leader_changes.labels(api_name(source_api)).inc()
         if self.leader_changes_by_topic is not None:
             self.leader_changes_by_topic.labels(topic).inc()
 

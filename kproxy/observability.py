@@ -28,7 +28,7 @@ from kproxy.events import (
 )
 from kproxy.leadership import NO_FACTS, LeaderTable, topic_id_text
 from kproxy.metrics import KproxyMetrics
-from kproxy.protocol.apis import api_name
+from kproxy.protocol.apis import METADATA_TOPIC, api_name
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.proxy.observer import ProxyObserver
 
@@ -62,6 +62,9 @@ class Observability(ProxyObserver):
         )
         self.hot = self.metrics.hot  # frames and latency, every request: one call less
         self.leaders_table = leader_table if leader_table is not None else LeaderTable()
+        # The quorum's leader and epoch are read from the leader table at scrape time.
+        self.metrics.quorum_leader.set_function(lambda: self._quorum_gauge(0))
+        self.metrics.quorum_epoch.set_function(lambda: self._quorum_gauge(1))
         ev = settings.events
         self.sample_rate = ev.request_sample_rate if ev.enabled else 0.0
         self._sample = sample
@@ -305,6 +308,15 @@ class Observability(ProxyObserver):
         self.metrics.cluster_reached.set(1)
 
     # -- what the admin server and the demo read ------------------------------------------------
+    def quorum_leader(self) -> tuple[int, int | None] | None:
+        """(leader id, epoch) of the KRaft quorum as kproxy last saw it pass (KIP-853)."""
+        return self.leaders_table.leader(METADATA_TOPIC, 0)
+
+    def _quorum_gauge(self, which: int) -> float:
+        seen = self.quorum_leader()
+        value = None if seen is None else seen[which]
+        return -1.0 if value is None else float(value)
+
     def partitions(self, topic: str | None = None) -> list[dict[str, Any]]:
         """Every known partition's leader as kproxy last saw it (for /topology)."""
         return [

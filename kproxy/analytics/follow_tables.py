@@ -36,7 +36,7 @@ def _windowed(store: BatchStore, events: DataFrame) -> dict[str, DataFrame]:
     w = store.window_seconds
     names = tb.topic_names(events).persist()
     changes = tb.with_topic_names(tb.of_type(events, "leader_change"), names)
-    moves = _bucketed(tb.leader_moves(changes), w)
+    moves = _bucketed(tb.partition_moves(tb.leader_moves(changes)), w)
     redirects = _bucketed(tb.with_topic_names(tb.of_type(events, "redirect"), names), w)
     recoveries = _bucketed(tb.with_topic_names(tb.of_type(events, "recovery"), names), w)
     path = tb.redirect_path()

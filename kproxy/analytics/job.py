@@ -165,7 +165,10 @@ def _aggregate(
     named_types = events.filter(F.col("type").isin("leader_change", "redirect", "recovery"))
     names = tb.topic_names(named_types).persist()
     changes = tb.with_topic_names(tb.of_type(events, "leader_change"), names)
-    moves = tb.leader_moves(changes).persist()
+    all_moves = tb.leader_moves(changes)
+    # The KRaft quorum's moves are controllers', told apart from the partitions'.
+    t.save("quorum_leader_changes", tb.quorum_leader_changes(all_moves), HEAD_ROWS)
+    moves = tb.partition_moves(all_moves).persist()
     try:
         by_topic = t.save("leader_changes_by_topic", tb.leader_changes_by_topic(moves), HEAD_ROWS)
         t.save("leadership_by_broker", tb.leadership_by_broker(moves))

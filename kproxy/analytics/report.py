@@ -137,7 +137,31 @@ def _leader_section(a: Analysis, f: dict[str, Any]) -> str:
             a.total_rows("leader_changes_by_topic"),
         )
     )
+    if lc["quorum_moves"]:
+        parts.append(_quorum_table(a, lc["quorum_moves"]))
     return "".join(parts)
+
+
+def _quorum_table(a: Analysis, moves: int) -> str:
+    """The KRaft quorum's leader moves (kproxy carrying the controllers, KIP-853)."""
+    return (
+        "<h3>KRaft controller quorum</h3>"
+        f"<p>{moves:,} leader moves of the controller quorum (<code>__cluster_metadata</code>"
+        "), apart from the partitions' above.</p>"
+        + table(
+            [
+                ("seen", col("ts", stamp), False),
+                ("old leader", col("old_leader"), True),
+                ("new leader", col("new_leader"), True),
+                ("old epoch", col("old_epoch"), True),
+                ("new epoch", col("new_epoch"), True),
+                ("first seen in", col("source_api"), False),
+                ("proxies", col("proxies", count), True),
+            ],
+            a.rows("quorum_leader_changes"),
+            a.total_rows("quorum_leader_changes"),
+        )
+    )
 
 
 def _redirect_section(a: Analysis, f: dict[str, Any]) -> str:

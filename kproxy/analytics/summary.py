@@ -72,6 +72,7 @@ def figures(a: Analysis) -> dict[str, Any]:
             "events": counts["leader_change"],
             "moves": moves,
             "topics": a.total_rows("leader_changes_by_topic"),
+            "quorum_moves": a.total_rows("quorum_leader_changes"),
             "brokers": {
                 str(r["broker"]): {"gained": int(r["gained"]), "lost": int(r["lost"])}
                 for r in brokers
@@ -160,6 +161,8 @@ def summary_text(a: Analysis, report_path: str) -> str:
         line += f"; most gained: broker {gained[0]} ({gained[1]['gained']:,})"
         if lost[1]["lost"]:
             line += f", most lost: broker {lost[0]} ({lost[1]['lost']:,})"
+    if lc["quorum_moves"]:
+        line += f"; KRaft quorum: {lc['quorum_moves']:,} leader moves"
     lines.append(line)
     r = f["redirects"]
     lines.append(

@@ -23,6 +23,8 @@ from typing import Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kproxy.protocol.apis import METADATA_TOPIC
+
 __all__ = [
     "PERCENTILES",
     "REDIRECT_PATHS",
@@ -36,7 +38,9 @@ __all__ = [
     "leadership_by_broker",
     "leadership_by_broker_over_time",
     "of_type",
+    "partition_moves",
     "proxies",
+    "quorum_leader_changes",
     "recovery_curve",
     "recovery_percentiles",
     "recovery_stats",
@@ -182,6 +186,21 @@ def leader_moves(changes: DataFrame) -> DataFrame:
         F.lit(1).cast("long").alias("proxies"),
     )
     return matched.unionByName(unmatched).drop("topic_key")
+
+
+def partition_moves(moves: DataFrame) -> DataFrame:
+    """The moves of partitions (brokers lead them), without the KRaft quorum's."""
+    return moves.filter(F.col("topic").isNull() | (F.col("topic") != METADATA_TOPIC))
+
+
+def quorum_leader_changes(moves: DataFrame) -> DataFrame:
+    """The KRaft quorum's leader moves (controllers lead it: `__cluster_metadata`-0, as
+    kproxy sees it when it carries the quorum, KIP-853), in time order."""
+    return (
+        moves.filter(F.col("topic") == METADATA_TOPIC)
+        .select("ts", "old_leader", "new_leader", "old_epoch", "new_epoch", "source_api", "proxies")
+        .orderBy("ts")
+    )
 
 
 def leader_changes_by_topic(moves: DataFrame) -> DataFrame:

@@ -44,6 +44,17 @@ WALKED_REQUESTS = frozenset(key for key, is_request, _ in PLANS if is_request)
 # FetchSnapshot, UpdateRaftVoter) name controller listeners instead, so they are
 # rewritten like any endpoint but never change where kproxy dials a node it knows.
 CLIENT_LISTENER_RESPONSES = frozenset((0, 1, 3, 10, 60, 78, 79))
+# Responses whose endpoints are controller listeners wherever they are sent (a broker
+# forwards DescribeQuorum and UpdateRaftVoter to the active controller): Vote,
+# BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot, UpdateRaftVoter.
+QUORUM_RESPONSES = frozenset((52, 53, 54, 55, 59, 82))
+
+
+# The KRaft metadata log (KIP-595): the one partition the quorum replicates, named in
+# Vote/BeginQuorumEpoch/EndQuorumEpoch and, by its fixed id (Uuid.METADATA_TOPIC_ID,
+# Uuid(0, 1)), in the Fetch requests and responses between controllers (v13+, KIP-516).
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_ID = bytes(15) + b"\x01"
 
 
 # APIs that no broker listener serves (Kafka's schemas list only the controller, or only

@@ -11,6 +11,7 @@ import logging
 import time
 from typing import cast
 
+from kproxy.proxy.quorum import is_controller_listener
 from kproxy.proxy.readgate import ReadGate
 from kproxy.proxy.services import ConnectionServices
 from kproxy.proxy.upstream import UpstreamConnection, dial
@@ -28,9 +29,22 @@ class ClientConnection(asyncio.Protocol):
         self.services = services
         self.listener = listener
         self.node_id = node_id
-        self.session = ProxySession(
-            services.addresses, services.limits, services.refused_apis, services.api_policy
-        )
+        quorum = services.quorum
+        # A controller's port (KIP-853 quorum through kproxy): the controller plane,
+        # plaintext both ways, dialled where `quorum.controllers` says.
+        self.controller = quorum is not None and is_controller_listener(listener)
+        if quorum is not None and self.controller:
+            self.session = ProxySession(
+                quorum, services.limits, frozenset(), services.controller_policy, quorum
+            )
+        else:
+            self.session = ProxySession(
+                services.addresses,
+                services.limits,
+                services.refused_apis,
+                services.api_policy,
+                quorum,
+            )
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
         self.closed = False
@@ -40,7 +54,7 @@ class ClientConnection(asyncio.Protocol):
         self.opened_at = self.last_active = _now()
         self.dialled = False
         self._dial_task: asyncio.Task[None] | None = None
-        tls = services.client_tls
+        tls = None if self.controller else services.client_tls
         self.tls = TlsServerLayer(tls.context) if tls is not None else None
         self._reading = ReadGate()
         self._pending: list[bytes | memoryview] = []  # requests before the broker is there

@@ -1,4 +1,4 @@
-"""The listening sockets: the bootstrap port and one port per node.
+"""The listening sockets: the bootstrap port, one port per node, one per controller.
 
 A node's listener is bound synchronously, before the response that named the node is
 written, so a client that connects right after it is queued by the kernel; serving
@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 
 from kproxy.describe import describe
 from kproxy.proxy.mapping import AddressMap
+from kproxy.proxy.quorum import QuorumMap, controller_listener_name
 
 log = logging.getLogger("kproxy.listeners")
 
@@ -34,7 +35,8 @@ class Listener:
 
 
 class ListenerSet:
-    """Every listener of one kproxy process, keyed by name (`bootstrap`, `node-N`)."""
+    """Every listener of one kproxy process, keyed by name (`bootstrap`, `node-N`,
+    `controller-N`)."""
 
     def __init__(self, bind_host: str, addresses: AddressMap, factory: ProtocolFactory) -> None:
         self.bind_host = bind_host
@@ -61,7 +63,33 @@ class ListenerSet:
 
     def open(self, node_id: int | None, port: int) -> Listener | None:
         """Open a listener now, or return the one already open (None if it failed)."""
-        name = BOOTSTRAP if node_id is None else f"node-{node_id}"
+        if node_id is None:
+            return self._open(BOOTSTRAP, None, port, self.addresses.bootstrap_bound)
+        return self._open(
+            f"node-{node_id}",
+            node_id,
+            port,
+            lambda bound: self.addresses.listener_bound(node_id, bound),
+            self.addresses.listener_failed,
+        )
+
+    def open_controller(self, quorum: QuorumMap, node_id: int, port: int) -> Listener | None:
+        """A KRaft controller's port (`quorum.controllers`), opened at start."""
+        return self._open(
+            controller_listener_name(node_id),
+            node_id,
+            port,
+            lambda bound: quorum.listener_bound(node_id, bound),
+        )
+
+    def _open(
+        self,
+        name: str,
+        node_id: int | None,
+        port: int,
+        bound: Callable[[int], None],
+        failed: Callable[[int], None] | None = None,
+    ) -> Listener | None:
         existing = self.by_name.get(name)
         if existing is not None:
             return existing if existing.state != "failed" else None
@@ -71,21 +99,18 @@ class ListenerSet:
             log.error(
                 "cannot listen on %s:%d for %s: %s", self.bind_host, port, name, describe(exc)
             )
-            failed = Listener(name, node_id, port, socket.socket())
-            failed.sock.close()
-            failed.state = "failed"
-            self.by_name[name] = failed
-            if node_id is not None:
-                self.addresses.listener_failed(node_id)
+            dead = Listener(name, node_id, port, socket.socket())
+            dead.sock.close()
+            dead.state = "failed"
+            self.by_name[name] = dead
+            if failed is not None and node_id is not None:
+                failed(node_id)
             return None
         # Port 0 means an OS-chosen port (demo and tests): clients are told the real one.
         actual_port = sock.getsockname()[1]
         listener = Listener(name, node_id, actual_port, sock)
         self.by_name[name] = listener
-        if node_id is not None:
-            self.addresses.listener_bound(node_id, actual_port)
-        else:
-            self.addresses.bootstrap_bound(actual_port)
+        bound(actual_port)
         task = asyncio.get_running_loop().create_task(self._serve(listener))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -15,6 +15,10 @@ class ProxyObserver:
     def connection_opened(self, listener: str) -> None:
         pass
 
+    def quorum_leader(self) -> tuple[int, int | None] | None:
+        """(leader id, epoch) of the KRaft quorum, when kproxy has seen one."""
+        return None
+
     def connection_closed(self, listener: str, cause: str) -> None:
         pass
 

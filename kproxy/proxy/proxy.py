@@ -20,6 +20,7 @@ from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
 from kproxy.proxy.listeners import BOOTSTRAP, ListenerSet
 from kproxy.proxy.mapping import AddressMap
 from kproxy.proxy.observer import ProxyObserver
+from kproxy.proxy.quorum import QuorumMap, controller_listener_name
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import ConnectionRegistry
 from kproxy.proxy.services import ConnectionServices
@@ -60,6 +61,11 @@ class Proxy:
         lst = settings.listeners
         limits = settings.limits
         self.addresses = AddressMap(settings.cluster, lst)
+        self.quorum = (
+            QuorumMap(settings.quorum, lst.advertised_host, settings.cluster.dial_address)
+            if settings.quorum.controllers
+            else None
+        )
         self.listeners = ListenerSet(lst.bind_host, self.addresses, self._new_connection)
         self.reports = NodeReports(self.addresses, self.observer, lst.max_node_id)
         connect_timeout = float(settings.cluster.connect_timeout_seconds)
@@ -102,6 +108,7 @@ class Proxy:
             connect_timeout,
             self.client_tls,
             upstream_tls,
+            self.quorum,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._accept_errors = RateLimitedLog(log)
@@ -117,6 +124,15 @@ class Proxy:
         port = self.settings.listeners.bootstrap_port
         if self.listeners.open(None, port) is None:
             raise OSError(f"cannot listen on {self.listeners.bind_host}:{port}")
+        if self.quorum is not None:
+            # Controllers reach each other through these ports from their first moment
+            # (KIP-853 --initial-controllers names them): they open with the bootstrap.
+            for node_id, controller in self.quorum.controllers.items():
+                if self.listeners.open_controller(self.quorum, node_id, controller.port) is None:
+                    raise OSError(
+                        f"cannot listen on {self.listeners.bind_host}:{controller.port} "
+                        f"for controller {node_id}"
+                    )
         await asyncio.sleep(0)  # let the bootstrap server start
         loop = asyncio.get_running_loop()
         self._count_accept_errors(loop)
@@ -138,6 +154,8 @@ class Proxy:
             self.client_tls.replace(lst.tls)
         self.settings = settings
         self.addresses.configure(cluster, lst)
+        if self.quorum is not None:
+            self.quorum.configure(cluster.dial_address)
         svc = self.services
         svc.limits = SessionLimits(limits.max_frame_bytes, limits.max_in_flight_requests)
         svc.write_buffer_high = limits.write_buffer_high_bytes
@@ -255,4 +273,32 @@ class Proxy:
                     else ("sni" if addresses.sni is not None else "none"),
                 }
             )
-        return {"cluster_reached": self.discovery.reached, "bootstrap": bootstrap, "nodes": nodes}
+        view = {"cluster_reached": self.discovery.reached, "bootstrap": bootstrap, "nodes": nodes}
+        if self.quorum is not None:
+            view["quorum"] = self._quorum_view(self.quorum)
+        return view
+
+    def _quorum_view(self, quorum: QuorumMap) -> dict[str, Any]:
+        """The controllers kproxy carries, and the quorum's leader as kproxy saw it pass."""
+        seen = self.observer.quorum_leader()
+        voters = []
+        for node_id in sorted(quorum.controllers):
+            listener = self.listeners.get(controller_listener_name(node_id))
+            real = quorum.real_address(node_id)
+            ours = quorum.kproxy_address(node_id)
+            voters.append(
+                {
+                    "id": node_id,
+                    "kproxy": format_host_port(*ours) if ours is not None else None,
+                    "address": format_host_port(*real) if real is not None else None,
+                    "dial": format_host_port(*quorum.dial_address(*real))
+                    if real is not None
+                    else None,
+                    "listener_state": listener.state if listener is not None else "none",
+                }
+            )
+        return {
+            "controllers": voters,
+            "leader": seen[0] if seen is not None else None,
+            "epoch": seen[1] if seen is not None else None,
+        }

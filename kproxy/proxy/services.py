@@ -10,6 +10,7 @@ from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
 from kproxy.proxy.listeners import ListenerSet
 from kproxy.proxy.mapping import AddressMap
 from kproxy.proxy.observer import ProxyObserver
+from kproxy.proxy.quorum import QuorumMap
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import Connection, ConnectionRegistry
 from kproxy.session import SessionClose, SessionLimits, UpstreamStep
@@ -39,6 +40,7 @@ class ConnectionServices:
         connect_timeout: float,
         client_tls: ServerTls | None = None,
         upstream_tls: ssl.SSLContext | None = None,
+        quorum: QuorumMap | None = None,
     ) -> None:
         self.addresses = addresses
         self.listeners = listeners
@@ -53,6 +55,10 @@ class ConnectionServices:
         self.connect_timeout = connect_timeout
         self.client_tls = client_tls  # listeners.tls: clients handshake before anything
         self.upstream_tls = upstream_tls  # cluster.tls
+        self.quorum = quorum  # quorum.controllers, when kproxy carries a KRaft quorum
+        # Controller ports serve the whole controller plane and refuse nothing: the
+        # controller behind each answers as it would on its own listener.
+        self.controller_policy = ApiPolicy("controller")
         self.held_log = RateLimitedLog(log)
         self.tls_log = RateLimitedLog(log)
         self.refused_log = RateLimitedLog(log)

@@ -35,6 +35,7 @@ class ClientConnection(Protocol):
     session: ProxySession
     listener: str
     node_id: int | None
+    controller: bool  # a KRaft controller's port (`quorum.controllers`)
     peer: str
     closed: bool
 
@@ -115,7 +116,12 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
     the bootstrap listener); None, with the client closed, when none answers."""
     svc = client.services
     targets: list[DialTarget]
-    if client.node_id is None:
+    tls = svc.upstream_tls
+    if client.controller and svc.quorum is not None and client.node_id is not None:
+        target = svc.quorum.dial_target(client.node_id)
+        targets = [] if target is None else [target]
+        tls = None
+    elif client.node_id is None:
         targets = svc.addresses.bootstrap_order()
     else:
         target = svc.addresses.node_dial_target(client.node_id)
@@ -133,7 +139,6 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
             return None
         targets = [target]
     loop = asyncio.get_running_loop()
-    tls = svc.upstream_tls
     for host, port, name in targets:
         if client.closed:
             return None

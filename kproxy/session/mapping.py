@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from kproxy.protocol.found import Endpoint
+
 
 class AddressMapping(Protocol):
     def kproxy_address(self, node_id: int) -> tuple[str, int] | None:
@@ -38,3 +40,16 @@ class AddressMapping(Protocol):
         """For requests on their way to the cluster: a kproxy address becomes the
         node's own advertised address; anything else passes as it is."""
         ...
+
+
+def told_address(mapping: AddressMapping, ep: Endpoint) -> tuple[str, int] | None:
+    """What a client is told for an endpoint a response carries (None: it is removed)."""
+    node_id = ep.node_id
+    if node_id is None:
+        return None
+    if node_id < 0 and not ep.host:
+        # No node and no address: an error answer (FindCoordinator with
+        # GROUP_AUTHORIZATION_FAILED, a coordinator not ready yet) passes as it is,
+        # so the client fails or retries exactly as it would directly.
+        return ep.host, ep.port
+    return mapping.kproxy_address(node_id)

@@ -14,11 +14,14 @@ is told is the port the listener really got.
 
 from __future__ import annotations
 
+from functools import partial
+
 from kproxy.protocol.api_versions import clamp_api_versions
 from kproxy.protocol.apis import (
     API_VERSIONS,
     CLIENT_LISTENER_RESPONSES,
     PRODUCE,
+    QUORUM_RESPONSES,
     WALKED_REQUESTS,
     WALKED_RESPONSES,
     header_versions,
@@ -46,7 +49,7 @@ from kproxy.session.admission import (
     is_unknown_api_versions,
     refuse,
 )
-from kproxy.session.mapping import AddressMapping
+from kproxy.session.mapping import AddressMapping, told_address
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.records import Frame, Held, InFlight, SessionLimits, frame_bytes
 from kproxy.session.steps import ClientStep, NodeLearned, ResponseSeen, SessionClose, UpstreamStep
@@ -70,6 +73,7 @@ class ProxySession:
         "_paused_for_inflight",
         "_waiting",
         "client_reader",
+        "controllers",
         "inflight",
         "limits",
         "mapping",
@@ -84,8 +88,12 @@ class ProxySession:
         limits: SessionLimits,
         refused_apis: frozenset[int] = CLIENT_REFUSED_APIS,
         policy: ApiPolicy | None = None,
+        controllers: AddressMapping | None = None,
     ) -> None:
         self.mapping = mapping
+        # Where the controllers of a KRaft quorum carried by kproxy are told to be: the
+        # responses that name controller listeners (`QUORUM_RESPONSES`) are mapped by it.
+        self.controllers = controllers
         self.limits = limits
         self.refused_apis = refused_apis
         self.policy = ApiPolicy("default") if policy is None else policy
@@ -289,7 +297,6 @@ class ProxySession:
         Returns the nodes that need a listener before any of it may be sent.
         """
         needed: set[int] = set()
-        mapping = self.mapping
         held = self._held
         for frame in frames:
             if len(frame) < 4:
@@ -310,6 +317,7 @@ class ProxySession:
                 # the KRaft quorum messages (KIP-853) name controller listeners, which
                 # are recorded only for a node nothing else has named.
                 authoritative = key in CLIENT_LISTENER_RESPONSES
+                mapping = self._mapping_for(key)
                 for ep in walked.endpoints:
                     node_id = ep.node_id
                     if node_id is None or not mapping.is_mappable(node_id):
@@ -321,22 +329,16 @@ class ProxySession:
             held.append(Held(req, frame, walked, now - req.received))
         return needed
 
-    def _client_view(self, ep: Endpoint) -> tuple[str, int] | None:
-        node_id = ep.node_id
-        if node_id is None:
-            return None
-        if node_id < 0 and not ep.host:
-            # No node and no address: an error answer (FindCoordinator with
-            # GROUP_AUTHORIZATION_FAILED, a coordinator not ready yet) passes as it is,
-            # so the client fails or retries exactly as it would directly.
-            return ep.host, ep.port
-        return self.mapping.kproxy_address(node_id)
+    def _mapping_for(self, api_key: int) -> AddressMapping:
+        controllers = self.controllers
+        if controllers is not None and api_key in QUORUM_RESPONSES:
+            return controllers
+        return self.mapping
 
     def _release(self, step: UpstreamStep, now: float) -> None:
         held, self._held = self._held, []
         out = step.to_client
         seen = step.responses
-        mapping = self.mapping
         for req, frame, walked, upstream_seconds in held:
             key = req.api_key
             size = len(frame)
@@ -352,7 +354,8 @@ class ProxySession:
                 out.extend(chunks)
                 step.redacted.append((key, count))
             elif walked is not None and walked.endpoints:
-                rw = rewrite(frame, walked.endpoints, self._client_view)
+                mapping = self._mapping_for(key)
+                rw = rewrite(frame, walked.endpoints, partial(told_address, mapping))
                 out.extend(rw.chunks)
                 size, rewritten, removed = rw.size, len(rw.rewritten), len(rw.removed)
                 for ep in rw.removed:

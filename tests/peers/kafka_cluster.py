@@ -73,7 +73,7 @@ from tests.peers.net import (
     wait_for_port,
     wait_until,
 )
-from tests.peers.procs import PeerProcess
+from tests.peers.procs import PeerProcess, stop_together
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -89,7 +89,10 @@ __all__ = [
     "ensure_kafka_jars",
     "file_lock",
     "java_bin",
+    "java_env",
     "kafka_home",
+    "kafka_server_argv",
+    "kafka_uuid",
     "main",
     "run_java_tool",
 ]
@@ -254,7 +257,7 @@ def java_bin() -> str:
     return found
 
 
-def _kafka_uuid() -> str:
+def kafka_uuid() -> str:
     """A random Kafka ``Uuid`` string (22 chars base64url); never starts with '-' (it would
     look like an option to the tools' argument parsers)."""
     while True:
@@ -263,7 +266,7 @@ def _kafka_uuid() -> str:
             return text
 
 
-def _java_env() -> dict[str, str]:
+def java_env() -> dict[str, str]:
     # Plain `java` ignores KAFKA_* variables, but JAVA_TOOL_OPTIONS / _JAVA_OPTIONS would
     # still be picked up; drop them so the caller's environment cannot change the peers.
     return {k: v for k, v in os.environ.items() if k not in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")}
@@ -300,7 +303,7 @@ def run_java_tool(
         *_slf4j_flags(log_level), *jvm_args, "-cp", f"{lib}/*", main_class, *args,
     ]  # fmt: skip
     proc = subprocess.run(
-        argv, capture_output=True, text=True, timeout=timeout, env=_java_env(),
+        argv, capture_output=True, text=True, timeout=timeout, env=java_env(),
         stdin=subprocess.DEVNULL, check=False,
     )  # fmt: skip
     if check and proc.returncode != 0:
@@ -399,7 +402,7 @@ class KafkaCluster:
         self.broker_config = {k: _prop(v) for k, v in (broker_config or {}).items()}
         self.log_level = log_level
         self.start_timeout = start_timeout
-        self.cluster_id = _kafka_uuid()
+        self.cluster_id = kafka_uuid()
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kp-kafka-"))
         if keep_workdir is None:
@@ -419,7 +422,7 @@ class KafkaCluster:
                 internal_port=ports[3 * i + 1],
                 external_port=ports[3 * i + 2],
                 external_host=f"broker-{node_id}.{external_domain}",
-                directory_id=_kafka_uuid(),
+                directory_id=kafka_uuid(),
                 dir=self.workdir / f"node-{node_id}",
             )
 
@@ -537,7 +540,7 @@ class KafkaCluster:
                             argv,
                             stdout=log,
                             stderr=subprocess.STDOUT,
-                            env=_java_env(),
+                            env=java_env(),
                             stdin=subprocess.DEVNULL,
                         ),
                         log,
@@ -561,22 +564,7 @@ class KafkaCluster:
 
     def _node_argv(self, node: KafkaNode) -> list[str]:
         assert self.lib is not None
-        return [
-            java_bin(),
-            f"-Xms{self.heap}",
-            f"-Xmx{self.heap}",
-            "-XX:+UseG1GC",
-            "-XX:MaxGCPauseMillis=20",
-            "-XX:InitiatingHeapOccupancyPercent=35",
-            "-XX:+ExplicitGCInvokesConcurrent",
-            "-XX:+ExitOnOutOfMemoryError",
-            "-Djava.awt.headless=true",
-            *_slf4j_flags(self.log_level),
-            "-cp",
-            f"{self.lib}/*",
-            MAIN_BROKER,
-            str(node.config_path),
-        ]
+        return kafka_server_argv(self.lib, node.config_path, self.heap, self.log_level)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -603,7 +591,7 @@ class KafkaCluster:
             f"kafka-node-{node.node_id}",
             self._node_argv(node),
             log_path=node.log_path,
-            env=_java_env(),
+            env=java_env(),
             cwd=node.dir,
         ).start()
 
@@ -737,12 +725,7 @@ class KafkaCluster:
         if self._closed:
             return
         self._closed = True
-        procs = [n.process for n in self.nodes.values() if n.process is not None]
-        threads = [threading.Thread(target=p.stop, kwargs={"timeout": grace}) for p in procs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        stop_together([n.process for n in self.nodes.values() if n.process is not None], grace)
         _LIVE.discard(self)
         self._admin = None
         if self._own_workdir and not self.keep_workdir:
@@ -1014,6 +997,26 @@ class KafkaCluster:
             f"KafkaCluster(version={self.version}, nodes={len(self.nodes)}, "
             f"running={self.running_ids()}, internal={self.internal_bootstrap})"
         )
+
+
+def kafka_server_argv(lib: Path, config: Path, heap: str, log_level: str = "info") -> list[str]:
+    """How a Kafka node (broker, controller or both) starts: its JVM and its properties."""
+    return [
+        java_bin(),
+        f"-Xms{heap}",
+        f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:InitiatingHeapOccupancyPercent=35",
+        "-XX:+ExplicitGCInvokesConcurrent",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        *_slf4j_flags(log_level),
+        "-cp",
+        f"{lib}/*",
+        MAIN_BROKER,
+        str(config),
+    ]
 
 
 def _prop(value: str | int | bool) -> str:

@@ -18,6 +18,7 @@ __all__ = [
     "Metadata",
     "PartitionMeta",
     "TopicMeta",
+    "connected_peers",
     "fetch_metadata",
     "free_port",
     "free_ports",
@@ -255,3 +256,47 @@ def fetch_metadata(
 def metadata_brokers(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[str, int]]:
     """``{node_id: (advertised host, port)}`` from one Metadata v1 request (no topics)."""
     return fetch_metadata(host, port, [], timeout).brokers
+
+
+def _tcp_table() -> list[tuple[int, int, str, int]]:
+    """(local port, remote port, state, inode) of every IPv4/IPv6 TCP socket here."""
+    rows = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(name).read().splitlines()[1:]  # noqa: SIM115 - read whole at once
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            local, remote, state, inode = cols[1], cols[2], cols[3], int(cols[9])
+            rows.append(
+                (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16), state, inode)
+            )
+    return rows
+
+
+def connected_peers(port: int) -> dict[int, set[int]]:
+    """Who holds the other end of each established loopback connection to ``port``:
+    ``{peer port: pids owning that socket}`` (from /proc, root or same user)."""
+    import os
+
+    established = "01"
+    table = _tcp_table()
+    peer_ports = {r for lp, r, st, _ in table if lp == port and st == established}
+    inodes = {ino: lp for lp, r, st, ino in table if lp in peer_ports and r == port}
+    owners: dict[int, set[int]] = {p: set() for p in peer_ports}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                ino = int(link[8:-1])
+                if ino in inodes:
+                    owners[inodes[ino]].add(int(pid))
+    return owners

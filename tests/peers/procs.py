@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-__all__ = ["PeerProcess", "stop_all"]
+__all__ = ["PeerProcess", "stop_all", "stop_together"]
 
 _LIVE: weakref.WeakSet[PeerProcess] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
@@ -40,6 +40,17 @@ def stop_all() -> None:
 
 
 atexit.register(stop_all)
+
+
+def stop_together(procs: list[PeerProcess], grace: float) -> None:
+    """SIGTERM to all at once, SIGKILL to each still running after ``grace`` seconds (a
+    cluster's last nodes can only time out their controlled shutdown once its quorum is
+    gone)."""
+    threads = [threading.Thread(target=p.stop, kwargs={"timeout": grace}) for p in procs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 class PeerProcess:

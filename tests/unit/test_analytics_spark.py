@@ -610,6 +610,7 @@ def test_summary_json_and_text(hand: Hand) -> None:
         "events": 9,
         "moves": 7,
         "topics": 3,
+        "quorum_moves": 0,
         "brokers": {
             "1": {"gained": 2, "lost": 4},
             "2": {"gained": 4, "lost": 1},
@@ -727,6 +728,51 @@ def test_leader_moves_plot_folds_quiet_topics(spark: SparkSession, tmp_path: Pat
     assert {r["label"] for r in plotted} == {"(other topics)"} | {f"t{n}" for n in range(2, 10)}
     assert sum(r["moves"] for r in plotted) == 55
     assert "leader_moves_over_time" in a.plots
+
+
+def test_quorum_leader_changes_stand_beside_the_partitions(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """KRaft quorum moves (`__cluster_metadata`, controllers 101-103) get their own table,
+    one row a move however many proxies saw it, and stay out of the brokers' tables."""
+    meta, meta_id = "__cluster_metadata", "00000000-0000-0000-0000-000000000001"
+    lines = [
+        lc(0, A, "orders", 0, (1, 2), (4, 5)),
+        lc(1, A, meta, 0, (101, 102), (1, 2), "BeginQuorumEpoch"),
+        lc(1.5, B, meta, 0, (101, 102), (1, 2), "Fetch", topic_id=meta_id),
+        lc(9, B, meta, 0, (102, 103), (2, 3), "Vote"),
+    ]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "events-quorum.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    a = job.analyze(spark, [str(tmp_path / "logs")], str(out), stream=io.StringIO())
+    assert a.rows("quorum_leader_changes") == [
+        {
+            "ts": at("10:00:01"),
+            "old_leader": 101,
+            "new_leader": 102,
+            "old_epoch": 1,
+            "new_epoch": 2,
+            "source_api": "BeginQuorumEpoch",
+            "proxies": 2,
+        },
+        {
+            "ts": at("10:00:09"),
+            "old_leader": 102,
+            "new_leader": 103,
+            "old_epoch": 2,
+            "new_epoch": 3,
+            "source_api": "Vote",
+            "proxies": 1,
+        },
+    ]
+    assert [r["topic"] for r in a.rows("leader_changes_by_topic")] == ["orders"]
+    assert {r["broker"] for r in a.rows("leadership_by_broker")} == {1, 2}
+    f = json.loads((out / "summary.json").read_text())
+    assert f["leader_changes"]["quorum_moves"] == 2 and f["leader_changes"]["moves"] == 1
+    page = (out / "report.html").read_text()
+    assert "KRaft controller quorum" in page and "BeginQuorumEpoch" in page
+    assert "KRaft quorum: 2 leader moves" in summary_text(a, "r")
 
 
 def test_missing_input_is_an_input_error(spark: SparkSession, tmp_path: Path) -> None:

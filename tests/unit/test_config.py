@@ -565,7 +565,7 @@ def test_admin_port_collision_ignored_when_disabled_or_os_chosen() -> None:
 # --------------------------------------------------------------------------------------
 
 ALLOWED = {
-    "": "cluster, listeners, limits, admin, metrics, events, shutdown, log, runtime",
+    "": "cluster, listeners, limits, admin, metrics, events, shutdown, log, runtime, quorum",
     "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds, tls, sasl",
     "listeners": "bind_host, advertised_host, bootstrap_port, broker_port_base,"
     " node_port_overrides, max_node_id, role, tls, sni, name, api_policy",
@@ -953,3 +953,71 @@ def test_api_policy_allow_list_refuses_everything_else_but_what_clients_need_fir
 )
 def test_api_policy_errors_name_the_bad_value(lists: dict[str, Any], message: str) -> None:
     assert error_of(policy(**lists)).startswith(message)
+
+
+# --------------------------------------------------------------------------------------
+# quorum (KIP-853 controllers through kproxy)
+# --------------------------------------------------------------------------------------
+
+
+def quorum_cfg(**controllers: dict[str, Any]) -> dict[str, Any]:
+    return cfg(quorum={"controllers": controllers})
+
+
+def test_quorum_controllers_parse_with_decimal_string_ids() -> None:
+    s = parse_config(quorum_cfg(**{"3000": {"port": 19093, "address": "c-0.invalid:9093"}}))
+    assert s.quorum.controllers[3000].port == 19093
+    assert s.quorum.controllers[3000].address == ("c-0.invalid", 9093)
+    assert s.quorum.ports() == {19093: 3000}
+    assert parse_config(cfg()).quorum.controllers == {}
+
+
+@pytest.mark.parametrize(
+    ("controllers", "expected"),
+    [
+        (
+            {"1": {"port": 9092, "address": "c.invalid:9093"}},
+            "quorum.controllers.1.port: port 9092 collides with listeners.bootstrap_port",
+        ),
+        (
+            {"1": {"port": 9644, "address": "c.invalid:9093"}},
+            "quorum.controllers.1.port: port 9644 collides with admin.port",
+        ),
+        (
+            {"1": {"port": 9105, "address": "c.invalid:9093"}},
+            "quorum.controllers.1.port: port 9105 collides with the port of node 5 "
+            "(broker_port_base + 5)",
+        ),
+        (
+            {
+                "1": {"port": 19001, "address": "c.invalid:9093"},
+                "2": {"port": 19001, "address": "d.invalid:9093"},
+            },
+            "quorum.controllers.2.port: port 19001 is also controller 1's",
+        ),
+        (
+            {"1": {"port": 19001, "address": "c.invalid"}},
+            "quorum.controllers.\"1\".address: must be host:port (got 'c.invalid')",
+        ),
+        (
+            {"1": {"port": 0, "address": "c.invalid:9093"}},
+            'quorum.controllers."1".port: must be >= 1 (got 0)',
+        ),
+    ],
+)
+def test_quorum_ports_and_addresses_are_checked(controllers: dict[str, Any], expected: str) -> None:
+    assert error_of(quorum_cfg(**controllers)) == expected
+
+
+def test_a_controller_port_may_not_be_a_node_override() -> None:
+    data = quorum_cfg(**{"1": {"port": 19001, "address": "c.invalid:9093"}})
+    data["listeners"] = {"node_port_overrides": {"2000": 19001}}
+    assert error_of(data) == ("quorum.controllers.1.port: port 19001 is also used by node 2000")
+
+
+def test_the_quorum_needs_a_restart_to_change() -> None:
+    from kproxy.config_reload import plan
+
+    old = parse_config(cfg())
+    new = parse_config(quorum_cfg(**{"1": {"port": 19001, "address": "c.invalid:9093"}}))
+    assert plan(old, new).restart == ["quorum.controllers"]

@@ -133,6 +133,8 @@ def test_embedded_configuration_loads_and_ports_agree(values: Path) -> None:
     if not ports:  # a sidecar publishes nothing but the admin port
         return
     assert ports.pop("bootstrap") == lst.bootstrap_port
+    controllers = {int(n.removeprefix("ctrl-")): ports.pop(n) for n in list(ports) if "ctrl-" in n}
+    assert controllers == {n: c.port for n, c in settings.quorum.controllers.items()}
     if lst.sni is None:
         nodes = {int(name.removeprefix("node-")): port for name, port in ports.items()}
         mapped = set(range(lst.max_node_id + 1)) | set(lst.node_port_overrides)

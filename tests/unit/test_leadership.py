@@ -492,3 +492,60 @@ def test_observations_walked_from_a_kio_encoded_produce_v10_response() -> None:
     ok = walk(frame, body, PRODUCE, 10, False).leaders[1]
     (rec,) = t.observe(PRODUCE, "p", 2, [ok._replace(partition=0)]).recoveries
     assert rec.with_endpoint is True
+
+
+def test_the_kraft_quorum_leader_from_raft_fetch_and_begin_quorum_epoch() -> None:
+    """KIP-853 through kproxy: every Fetch response of the metadata log carries the
+    quorum's CurrentLeader, on the fixed metadata topic id (Uuid.METADATA_TOPIC_ID), and
+    BeginQuorumEpoch names `__cluster_metadata`: both are one partition, and a newer
+    epoch is a leader change."""
+    from kio.schema.begin_quorum_epoch.v1 import response as bqe
+    from kio.schema.fetch.v17 import response as fetch
+
+    partition = fetch.PartitionData(
+        partition_index=0,
+        error_code=ErrorCode.none,
+        high_watermark=10,
+        last_stable_offset=10,
+        log_start_offset=0,
+        diverging_epoch=fetch.EpochEndOffset(epoch=-1, end_offset=-1),
+        current_leader=fetch.LeaderIdAndEpoch(leader_id=2, leader_epoch=7),
+        snapshot_id=fetch.SnapshotId(end_offset=-1, epoch=-1),
+        aborted_transactions=(),
+        preferred_read_replica=-1,
+        records=None,
+    )
+    raft_fetch = fetch.FetchResponse(
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=(
+            fetch.FetchableTopicResponse(topic_id=uuid.UUID(int=1), partitions=(partition,)),
+        ),
+        node_endpoints=(),
+    )
+    frame = memoryview(encode_response_frame(raft_fetch, 7))[4:]
+    _, body = parse_response_header(frame, 1)
+    t, _ = table()
+    assert t.observe(FETCH, "raft", 1, walk(frame, body, FETCH, 17, False).leaders) is NO_FACTS
+    assert t.leader("__cluster_metadata", 0) == (2, 7)
+
+    begin = bqe.BeginQuorumEpochResponse(
+        error_code=ErrorCode.none,
+        topics=(
+            bqe.TopicData(
+                topic_name="__cluster_metadata",
+                partitions=(
+                    bqe.PartitionData(
+                        partition_index=0, error_code=ErrorCode.none, leader_id=3, leader_epoch=8
+                    ),
+                ),
+            ),
+        ),
+        node_endpoints=(),
+    )
+    frame = memoryview(encode_response_frame(begin, 8))[4:]
+    _, body = parse_response_header(frame, 1)
+    facts = t.observe(53, "raft", 3, walk(frame, body, 53, 1, False).leaders)
+    assert changes(facts) == [(2, 3, 7, 8, 53)]
+    assert facts.changes[0].topic == "__cluster_metadata"

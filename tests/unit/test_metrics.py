@@ -33,6 +33,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.response(0, 0.004, 0.003)
     m.response(3, 0.0002, 0.0001)
     m.leader_change(0, "orders")
+    m.leader_change(53, "__cluster_metadata")  # a KRaft quorum move (BeginQuorumEpoch)
     m.redirect(0, 1, 2)
     m.redirect(1, None, 3)
     m.redirect(1, 1, None)

@@ -52,7 +52,8 @@ names); a sidecar serves its own pod on loopback (kproxy's defaults).
 {{/*
 The ports kproxy listens on, as a YAML list of {name, port}: the bootstrap, then node N
 on broker_port_base + N for N = 0..max_node_id and each node_port_overrides entry; with
-SNI routing the bootstrap port serves every node. Defaults are kproxy's own.
+SNI routing the bootstrap port serves every node. Then each KRaft controller's port
+(quorum.controllers, named ctrl-ID). Defaults are kproxy's own.
 */}}
 {{- define "kproxy.ports" -}}
 {{- $listeners := default (dict) .Values.config.listeners -}}
@@ -73,6 +74,10 @@ SNI routing the bootstrap port serves every node. Defaults are kproxy's own.
 {{- range $id, $port := $overrides }}
 - {name: node-{{ $id }}, port: {{ int $port }}}
 {{- end }}
+{{- end }}
+{{- $quorum := default (dict) .Values.config.quorum -}}
+{{- range $id, $controller := default (dict) $quorum.controllers }}
+- {name: ctrl-{{ $id }}, port: {{ int $controller.port }}}
 {{- end }}
 {{- end -}}
 
