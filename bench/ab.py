@@ -12,13 +12,16 @@ rounds with its min-max spread.
 
     python -m bench ab latency --baseline HEAD~1 --rounds 7
     python -m bench ab produce-1KiB
+    python -m bench ab latency --baseline HEAD --compile-baseline   # mypyc vs pure Python
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-haproxy", action="store_true", help="leave haproxy out")
     p.add_argument("--out", type=Path, default=None, help="results.json here (default: a temp dir)")
     p.add_argument("--profile", type=Path, default=None, help="py-spy profiles of kproxy here")
+    p.add_argument(
+        "--compile-baseline",
+        action="store_true",
+        help="build the baseline checkout with mypyc (KPROXY_COMPILE=1, setup.py): "
+        "kproxy-base is then the compiled build of --baseline",
+    )
 
 
 @contextlib.contextmanager
@@ -56,6 +65,17 @@ def checkout(revision: str | None) -> Iterator[Path | None]:
     finally:
         subprocess.run([*git, "worktree", "remove", "--force", str(where)], check=False,
                        capture_output=True)  # fmt: skip
+
+
+def compile_in_place(source: Path) -> None:
+    """Compile a checkout's hot path with mypyc beside its sources (setup.py)."""
+    subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=source,
+        env={**os.environ, "KPROXY_COMPILE": "1"},
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def _span(s: dict[str, Any], fmt: str) -> str:
@@ -108,7 +128,11 @@ def main_ab(args: argparse.Namespace) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="kproxy-ab-results-"))
     out.mkdir(parents=True, exist_ok=True)
     raise_fd_limit()
+    if args.compile_baseline and not args.baseline:
+        raise SystemExit("--compile-baseline needs --baseline REV (HEAD: the same code)")
     with checkout(args.baseline) as baseline:
+        if baseline is not None and args.compile_baseline:
+            compile_in_place(baseline)
         opts = Options(
             rounds=args.rounds,
             workloads=[args.workload],

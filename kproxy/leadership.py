@@ -142,6 +142,9 @@ class LeaderTable:
     def pending_recoveries(self) -> int:
         return len(self._pending)
 
+    def awaits_success(self, client_id: str | None) -> bool:  # its success ends a recovery
+        return (client_id or "") in self._pending_per_client
+
     @property
     def known_topic_ids(self) -> int:
         return len(self._topic_names)

@@ -308,6 +308,9 @@ class Observability(ProxyObserver):
         self.metrics.cluster_reached.set(1)
 
     # -- what the admin server and the demo read ------------------------------------------------
+    def awaits_success(self, client_id: str | None) -> bool:
+        return self.leaders_table.awaits_success(client_id)
+
     def quorum_leader(self) -> tuple[int, int | None] | None:
         """(leader id, epoch) of the KRaft quorum as kproxy last saw it pass (KIP-853)."""
         return self.leaders_table.leader(METADATA_TOPIC, 0)

@@ -44,6 +44,7 @@ class ClientConnection(asyncio.Protocol):
                 services.refused_apis,
                 services.api_policy,
                 quorum,
+                services.observer.awaits_success,
             )
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None

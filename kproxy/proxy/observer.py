@@ -15,6 +15,11 @@ class ProxyObserver:
     def connection_opened(self, listener: str) -> None:
         pass
 
+    def awaits_success(self, client_id: str | None) -> bool:
+        """Whether a client's next success ends a redirect's recovery (then its plain
+        Produce responses are walked too)."""
+        return False
+
     def quorum_leader(self) -> tuple[int, int | None] | None:
         """(leader id, epoch) of the KRaft quorum, when kproxy has seen one."""
         return None

@@ -32,12 +32,16 @@ from kproxy.protocol.apis import (
     CONTROLLER_PLANE_APIS,
     PRODUCE,
     SASL_HANDSHAKE,
+    WALKED_REQUESTS,
     api_name,
+    header_versions,
 )
+from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import UnsupportedVersion
 from kproxy.protocol.headers import RequestHeader, parse_request_header
 from kproxy.protocol.refusal import refusal_response, refusal_text
 from kproxy.protocol.requests import produce_acks
+from kproxy.session.records import InFlight
 
 # Client listeners serve what a broker listener serves.
 CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
@@ -107,3 +111,41 @@ def refuse(frame: memoryview, refused_apis: frozenset[int], listener: str) -> by
     if answer is None:
         raise ApiDenied(f"{text} (the answer would pass {budget} bytes)")
     return answer
+
+
+def admit(
+    frame: memoryview,
+    size: int,
+    now: float,
+    admitted: list[tuple[int, int]],
+    whole: bool,
+    inflight: CorrelationTable[InFlight],
+    refused_apis: frozenset[int],
+) -> RequestHeader | None:
+    """Check a request's header and record it as in flight (and in ``admitted``).
+
+    None for the start of a frame (``whole`` false) that kproxy may have to rewrite
+    (nothing is recorded: it is read again when whole), and for an ApiVersions version
+    kproxy does not know, which kproxy answers itself when nothing else is in flight
+    (responses must keep their order).
+    """
+    hdr = parse_request_header(frame)
+    key = hdr.api_key
+    if is_unknown_api_versions(hdr) and whole and not inflight:
+        return None
+    check_request(hdr, refused_apis)
+    if not whole and key in WALKED_REQUESTS:
+        return None
+    versions = header_versions(key, hdr.api_version)
+    assert versions is not None  # check_request refused unknown versions
+    admitted.append((key, size))
+    # Produce with acks=0 expects no response: it must not hold an in-flight slot.
+    expects_response = not (
+        key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0
+    )
+    inflight.add(
+        hdr.correlation_id,
+        InFlight(key, hdr.api_version, versions[1], hdr.client_id, now),
+        expects_response,
+    )
+    return hdr

@@ -14,6 +14,7 @@ is told is the port the listener really got.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from kproxy.protocol.api_versions import clamp_api_versions
@@ -24,15 +25,14 @@ from kproxy.protocol.apis import (
     QUORUM_RESPONSES,
     WALKED_REQUESTS,
     WALKED_RESPONSES,
-    header_versions,
 )
 from kproxy.protocol.config_addresses import names_an_address
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
-from kproxy.protocol.headers import RequestHeader, parse_request_header, parse_response_header
+from kproxy.protocol.headers import parse_request_header, parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
-from kproxy.protocol.requests import produce_acks
+from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.rewriter import redact_configs, rewrite
 from kproxy.protocol.walker import (
     MAX_REQUEST_ENDPOINTS,
@@ -44,9 +44,8 @@ from kproxy.protocol.walker import (
 )
 from kproxy.session.admission import (
     CLIENT_REFUSED_APIS,
+    admit,
     api_versions_fallback,
-    check_request,
-    is_unknown_api_versions,
     refuse,
 )
 from kproxy.session.mapping import AddressMapping, told_address
@@ -72,6 +71,7 @@ class ProxySession:
         "_held",
         "_paused_for_inflight",
         "_waiting",
+        "awaits_success",
         "client_reader",
         "controllers",
         "inflight",
@@ -89,11 +89,15 @@ class ProxySession:
         refused_apis: frozenset[int] = CLIENT_REFUSED_APIS,
         policy: ApiPolicy | None = None,
         controllers: AddressMapping | None = None,
+        awaits_success: Callable[[str | None], bool] | None = None,
     ) -> None:
         self.mapping = mapping
         # Where the controllers of a KRaft quorum carried by kproxy are told to be: the
         # responses that name controller listeners (`QUORUM_RESPONSES`) are mapped by it.
         self.controllers = controllers
+        # Whether a client waits for a success to end a redirect's recovery (the leader
+        # table knows): only then is a plain Produce response walked. None: always.
+        self.awaits_success = awaits_success
         self.limits = limits
         self.refused_apis = refused_apis
         self.policy = ApiPolicy("default") if policy is None else policy
@@ -182,8 +186,8 @@ class ProxySession:
             if type(frame) is FrameStart:
                 # A large request on its way: unless kproxy must rewrite or refuse it, it
                 # is passed on as it arrives, its header read from its first bytes.
-                if (denied and _api_key(frame.head, 0)[0] in denied) or self._admit(
-                    frame.head, frame.size, now, admitted, whole=False
+                if (denied and _api_key(frame.head, 0)[0] in denied) or admit(
+                    frame.head, frame.size, now, admitted, False, self.inflight, self.refused_apis
                 ) is None:
                     self.client_reader.gather()
                     continue
@@ -199,7 +203,7 @@ class ProxySession:
                 answers.append(refuse(frame, self.refused_apis, self.policy.listener))
                 step.refused.append(_api_key(frame, 0)[0])
                 continue
-            hdr = self._admit(frame, len(frame), now, admitted, whole=True)
+            hdr = admit(frame, len(frame), now, admitted, True, self.inflight, self.refused_apis)
             if hdr is None:  # answered by kproxy itself
                 answers.append(api_versions_fallback(parse_request_header(frame).correlation_id))
                 continue
@@ -221,42 +225,6 @@ class ProxySession:
 
     def _cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         return self.mapping.cluster_address(ep.host, ep.port)
-
-    def _admit(
-        self,
-        frame: memoryview,
-        size: int,
-        now: float,
-        admitted: list[tuple[int, int]],
-        whole: bool,
-    ) -> RequestHeader | None:
-        """Check a request's header and record it as in flight.
-
-        None for the start of a frame (``whole`` false) that kproxy may have to rewrite
-        (nothing is recorded: it is read again when whole), and for an ApiVersions
-        version kproxy does not know, which kproxy answers itself when nothing else is
-        in flight (responses must keep their order).
-        """
-        hdr = parse_request_header(frame)
-        key = hdr.api_key
-        if is_unknown_api_versions(hdr) and whole and not self.inflight:
-            return None
-        check_request(hdr, self.refused_apis)
-        if not whole and key in WALKED_REQUESTS:
-            return None
-        versions = header_versions(key, hdr.api_version)
-        assert versions is not None  # check_request refused unknown versions
-        admitted.append((key, size))
-        # Produce with acks=0 expects no response: it must not hold an in-flight slot.
-        expects_response = not (
-            key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0
-        )
-        self.inflight.add(
-            hdr.correlation_id,
-            InFlight(key, hdr.api_version, versions[1], hdr.client_id, now),
-            expects_response,
-        )
-        return hdr
 
     # -- upstream -> client ------------------------------------------------------------------
     def upstream_bytes(self, data: bytes, now: float) -> UpstreamStep:
@@ -312,6 +280,9 @@ class ProxySession:
             walked: WalkResult | None = None
             if key in WALKED_RESPONSES:
                 _, body = parse_response_header(frame, req.header_version)
+                if key == PRODUCE and self._plain_produce(frame, body, req):
+                    held.append(Held(req, frame, None, now - req.received))
+                    continue
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
                 # A broker's client listener says where the node is dialled from now on;
                 # the KRaft quorum messages (KIP-853) name controller listeners, which
@@ -328,6 +299,16 @@ class ProxySession:
                         needed.add(node_id)
             held.append(Held(req, frame, walked, now - req.received))
         return needed
+
+    def _plain_produce(self, frame: memoryview, body: int, req: InFlight) -> bool:
+        """A Produce response with no error and no leader hint, whose client awaits no
+        success (`kproxy.protocol.produce_scan`): nothing in it for kproxy to walk."""
+        awaits = self.awaits_success
+        return (
+            awaits is not None
+            and not awaits(req.client_id)
+            and produce_response_is_plain(frame, body, req.version)
+        )
 
     def _mapping_for(self, api_key: int) -> AddressMapping:
         controllers = self.controllers

@@ -141,30 +141,44 @@ def produce_request(corr: int, acks: int) -> bytes:
     return encode_request_frame(msg, corr, "producer")
 
 
-def produce_redirect(corr: int, new_leader: int, host: str, port: int) -> bytes:
-    """NOT_LEADER_OR_FOLLOWER with the KIP-951 CurrentLeader and NodeEndpoints."""
+def produce_response(
+    corr: int,
+    error: ErrorCode = ErrorCode.none,
+    leader: tuple[int, int] = (-1, -1),
+    endpoints: tuple[NodeEndpoint, ...] = (),
+    topic: str = "t",
+) -> bytes:
+    """A Produce v10 response for partition 0 (appended, by default)."""
+    failed = error != ErrorCode.none
+    current = LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
     msg = ProduceResponse(
         responses=(
             TopicProduceResponse(
-                name="t",
+                name=topic,
                 partition_responses=(
                     PartitionProduceResponse(
                         index=0,
-                        error_code=ErrorCode.not_leader_or_follower,
-                        base_offset=-1,
+                        error_code=error,
+                        base_offset=-1 if failed else 42,
                         log_append_time=None,
-                        log_start_offset=-1,
+                        log_start_offset=-1 if failed else 0,
                         record_errors=(),
                         error_message=None,
-                        current_leader=LeaderIdAndEpoch(leader_id=new_leader, leader_epoch=7),
+                        current_leader=current,
                     ),
                 ),
             ),
         ),
         throttle_time=ZERO,
-        node_endpoints=(NodeEndpoint(node_id=new_leader, host=host, port=port, rack=None),),
+        node_endpoints=endpoints,
     )
     return encode_response_frame(msg, corr)
+
+
+def produce_redirect(corr: int, new_leader: int, host: str, port: int) -> bytes:
+    """NOT_LEADER_OR_FOLLOWER with the KIP-951 CurrentLeader and NodeEndpoints."""
+    endpoint = NodeEndpoint(node_id=new_leader, host=host, port=port, rack=None)
+    return produce_response(corr, ErrorCode.not_leader_or_follower, (new_leader, 7), (endpoint,))
 
 
 def request_with(api_key: int, version: int, corr: int, body: bytes = b"") -> bytes:

@@ -549,3 +549,15 @@ def test_the_kraft_quorum_leader_from_raft_fetch_and_begin_quorum_epoch() -> Non
     facts = t.observe(53, "raft", 3, walk(frame, body, 53, 1, False).leaders)
     assert changes(facts) == [(2, 3, 7, 8, 53)]
     assert facts.changes[0].topic == "__cluster_metadata"
+
+
+def test_a_client_awaits_a_success_from_its_redirect_to_its_recovery() -> None:
+    """What decides whether a plain Produce response must still be walked."""
+    t, _ = table()
+    t.observe(METADATA, "c", None, [meta(0, 1, 5)])
+    assert not t.awaits_success("p")
+    t.observe(PRODUCE, "p", 1, [hint(0, 2, 6)], frozenset({2}))
+    assert t.awaits_success("p") and not t.awaits_success("q")
+    (recovery,) = t.observe(PRODUCE, "p", 2, [result(0)]).recoveries
+    assert recovery.partition == 0
+    assert not t.awaits_success("p")

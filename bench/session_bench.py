@@ -1,0 +1,129 @@
+"""What kproxy's own Python costs per small request/response pair, without sockets:
+
+    python -m bench.session_bench [--repeat 7] [--compiled]
+
+The sans-IO session (`kproxy.session.ProxySession`) is given a Produce v10 request with
+100 B of records and its successful response, both encoded by kio, one pair after the
+other: the work kproxy does on every small produce round trip (framing, header, the
+in-flight table, the response walk, the forward) and nothing the kernel does.
+
+``--compiled`` also builds the hot path with mypyc (``KPROXY_COMPILE=1``, setup.py) in a
+temporary copy of the source and measures it there, in a subprocess, beside the pure
+Python figure. Each figure is the median of ``--repeat`` timed runs (each long enough to
+last 50 ms). Not a test: there are no timed assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from kio.schema.produce.v10.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.static.primitive import Records
+
+from bench.ab import compile_in_place
+from bench.rewrite_bench import seconds_per_call
+from tests.kio_support import encode_request_frame
+from tests.session.test_session_playbook import produce_response
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def produce_pair() -> tuple[bytes, bytes]:
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(
+            TopicProduceData(
+                name="bench",
+                partition_data=(PartitionProduceData(index=0, records=Records(b"r" * 100)),),
+            ),
+        ),
+    )
+    return encode_request_frame(request, 7, "bench-producer"), produce_response(7, topic="bench")
+
+
+def session_pair() -> Callable[[], object]:
+    from kproxy.config import parse_config
+    from kproxy.proxy.mapping import AddressMap
+    from kproxy.session import ProxySession, SessionLimits
+
+    settings = parse_config({"cluster": {"bootstrap_servers": ["b.invalid:9092"]}})
+    # As the runtime builds it: the leader table says no client awaits a recovery.
+    session = ProxySession(
+        AddressMap(settings.cluster, settings.listeners),
+        SessionLimits(1 << 20, 1000),
+        awaits_success=lambda client_id: False,
+    )
+    request, response = produce_pair()
+
+    def run() -> object:
+        session.client_bytes(request, 1.0)
+        return session.upstream_bytes(response, 1.001)
+
+    return run
+
+
+def measure(repeat: int) -> dict[str, object]:
+    import kproxy.session.session as module
+
+    return {
+        "us_per_pair": seconds_per_call(session_pair(), repeat) * 1e6,
+        "compiled": not str(module.__file__).endswith(".py"),
+    }
+
+
+def measure_compiled(repeat: int) -> dict[str, object]:
+    """The same, on a mypyc build of this source in a temporary copy."""
+    with tempfile.TemporaryDirectory(prefix="kproxy-compiled-") as tmp:
+        copy = Path(tmp)
+        for name in ("setup.py", "pyproject.toml", "README.md"):
+            shutil.copy(REPO / name, copy / name)
+        shutil.copytree(REPO / "kproxy", copy / "kproxy")
+        compile_in_place(copy)
+        # The copy first on the path: its compiled kproxy, this checkout's bench and tests.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(REPO)])}
+        run = subprocess.run(
+            [sys.executable, "-m", "bench.session_bench", "--repeat", str(repeat), "--json-only"],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        result: dict[str, object] = json.loads(run.stdout)
+        return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--compiled", action="store_true", help="also measure a mypyc build")
+    ap.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    here = measure(args.repeat)
+    if args.json_only:
+        print(json.dumps(here))
+        return 0
+    kind = "compiled" if here["compiled"] else "pure Python"
+    print(f"session, Produce v10 request + response: {here['us_per_pair']:.2f} us ({kind})")
+    if args.compiled:
+        built = measure_compiled(args.repeat)
+        assert built["compiled"], "the mypyc build was not the one imported"
+        pure, fast = float(here["us_per_pair"]), float(built["us_per_pair"])  # type: ignore[arg-type]
+        print(f"session, Produce v10 request + response: {fast:.2f} us (mypyc)")
+        print(f"  compiled / pure: {fast / pure:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

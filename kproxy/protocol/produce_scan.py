@@ -1,0 +1,100 @@
+"""A cheap exact test that a Produce response has nothing for kproxy to act on.
+
+Almost every Produce response says only "appended": every partition with ErrorCode 0,
+no RecordErrors, no ErrorMessage, and, since v10 (KIP-951), no `CurrentLeader` and no
+`NodeEndpoints`, which are tagged fields sent only with NOT_LEADER_OR_FOLLOWER or
+FENCED_LEADER_EPOCH. Such a response carries no address and no leadership, so the walk
+(a generic interpreter of the message's layout) can be skipped: this scan reads the few
+fields that decide it at their fixed offsets.
+
+It answers True only when it has read the whole body, to its last byte, and found
+exactly that shape; anything else (an error, a record error, an error message, any
+tagged field, a size that does not add up, a version it does not know) is False, and
+the walker then reads the response as always, malformed ones included. The tests hold
+it to that against kio (tests/property/test_produce_scan.py).
+
+Produce response layout (versions 3-13; flexible from 9):
+``[Responses: [Name (v3-12) | TopicId (v13+), [Index i32, ErrorCode i16,
+BaseOffset i64, LogAppendTimeMs i64, LogStartOffset i64 (v5+), RecordErrors (v8+),
+ErrorMessage (v8+), tagged (CurrentLeader v10+)], tagged], ThrottleTimeMs i32,
+tagged (NodeEndpoints v10+)]``.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kproxy.protocol.errors import MalformedMessage
+from kproxy.protocol.primitives import read_int16, read_int32, read_uvarint
+
+FIRST_VERSION, LAST_VERSION = 3, 13
+_FAILED = (struct.error, IndexError, MalformedMessage)
+
+
+def produce_response_is_plain(buf: memoryview, pos: int, version: int) -> bool:
+    """True when the Produce response body at ``pos`` (to the end of ``buf``) carries no
+    error, no record error, no error message and no tagged field at all."""
+    if not FIRST_VERSION <= version <= LAST_VERSION:
+        return False
+    try:
+        return _scan(buf, pos, version) == len(buf)
+    except _FAILED:
+        return False
+
+
+def _scan(buf: memoryview, pos: int, version: int) -> int:
+    """The end of a plain body, or -1 as soon as it is not plain."""
+    flexible = version >= 9
+    # Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset (v5+)
+    fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
+    topics, pos = _count(buf, pos, flexible)
+    for _ in range(topics):
+        if version >= 13:
+            pos += 16  # TopicId
+        else:
+            if flexible:
+                size, pos = read_uvarint(buf, pos)
+                size -= 1
+            else:
+                size, pos = read_int16(buf, pos)[0], pos + 2
+            if size < 0:
+                return -1  # a null name (never valid): let the walker say so
+            pos += size
+        partitions, pos = _count(buf, pos, flexible)
+        for _ in range(partitions):
+            if read_int16(buf, pos + 4)[0] != 0:
+                return -1  # an error
+            pos += fixed
+            if version >= 8:
+                if flexible:
+                    # RecordErrors empty (count 0 + 1), ErrorMessage null (0), and no
+                    # tagged field (0): CurrentLeader absent.
+                    if buf[pos] != 1 or buf[pos + 1] != 0 or buf[pos + 2] != 0:
+                        return -1
+                    pos += 3
+                else:
+                    if read_int32(buf, pos)[0] != 0 or read_int16(buf, pos + 4)[0] != -1:
+                        return -1
+                    pos += 6
+        if flexible:
+            if buf[pos] != 0:
+                return -1  # a topic-level tagged field
+            pos += 1
+    pos += 4  # ThrottleTimeMs
+    if flexible:
+        if buf[pos] != 0:
+            return -1  # a top-level tagged field: NodeEndpoints
+        pos += 1
+    return pos
+
+
+def _count(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+    if flexible:
+        count, pos = read_uvarint(buf, pos)
+        if count == 0:
+            raise MalformedMessage("null array")
+        return count - 1, pos
+    count = read_int32(buf, pos)[0]
+    if count < 0:
+        raise MalformedMessage("negative array count")
+    return count, pos + 4

@@ -1,0 +1,107 @@
+"""The optional mypyc build of the hot path (setup.py, ``KPROXY_COMPILE=1``).
+
+Without ``KPROXY_COMPILE`` nothing is compiled (a machine with no compiler installs and
+runs kproxy as pure Python). With it, every module of ``[tool.kproxy] compiled`` becomes
+an extension beside its source, and the session, protocol and leadership tests pass
+against the compiled modules (imported from a copy of the source, checked by file name).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+COMPILED_TESTS = (
+    "tests/session",
+    "tests/property/test_walker_kio.py",
+    "tests/unit/test_frames_headers.py",
+    "tests/unit/test_correlation.py",
+    "tests/unit/test_leadership.py",
+)
+
+
+def compiled_modules() -> list[str]:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    modules: list[str] = pyproject["tool"]["kproxy"]["compiled"]
+    return modules
+
+
+def source_copy(tmp: Path) -> Path:
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, tmp / name)
+    shutil.copytree(REPO / "kproxy", tmp / "kproxy", ignore=shutil.ignore_patterns("*.so"))
+    return tmp
+
+
+def build(copy: Path, compile_: bool) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "KPROXY_COMPILE"}
+    if compile_:
+        env["KPROXY_COMPILE"] = "1"
+    return subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def extensions(copy: Path) -> set[str]:
+    return {str(p.relative_to(copy)).split(".")[0] + ".py" for p in (copy / "kproxy").rglob("*.so")}
+
+
+def test_without_the_switch_nothing_is_compiled(tmp_path: Path) -> None:
+    copy = source_copy(tmp_path)
+    run = build(copy, compile_=False)
+    assert run.returncode == 0, run.stderr
+    assert extensions(copy) == set()
+
+
+@pytest.mark.slow
+def test_the_compiled_hot_path_passes_the_same_tests(tmp_path: Path) -> None:
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on this machine: the mypyc build cannot run")
+    copy = source_copy(tmp_path)
+    run = build(copy, compile_=True)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert extensions(copy) == set(compiled_modules())
+    # The copy first on the path (its compiled kproxy), this checkout's tests after it.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(REPO)])}
+    which = subprocess.run(
+        [sys.executable, "-c", "import kproxy.session.session as m; print(m.__file__)"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert which.stdout.strip().endswith(".so"), which.stdout
+    tests = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=append",
+            "--rootdir",
+            str(REPO),
+            *(str(REPO / t) for t in COMPILED_TESTS),
+        ],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert tests.returncode == 0, tests.stdout[-5000:]
+    assert " passed" in tests.stdout
