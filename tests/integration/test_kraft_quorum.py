@@ -244,6 +244,7 @@ def test_killed_leader_is_replaced_through_kproxy(
     changes = kproxy.metric("kproxy_quorum_leader_changes_total", source_api="BeginQuorumEpoch")
     changes += kproxy.metric("kproxy_quorum_leader_changes_total", source_api="Fetch")
     changes += kproxy.metric("kproxy_quorum_leader_changes_total", source_api="Vote")
+    acked_before = len(traffic.acked)
     quorum.stop_node(old_leader, kill=True)
 
     def new_leader() -> bool:
@@ -277,6 +278,10 @@ def test_killed_leader_is_replaced_through_kproxy(
         return "Follower" in row and row.split()[3] == "0"
 
     wait_until(follower_caught_up, 90, interval=1, what=f"controller {old_leader} following")
+    # The brokers kept serving produce requests through kproxy all along.
+    wait_until(
+        lambda: len(traffic.acked) > acked_before + 50, 60, what="records acknowledged meanwhile"
+    )
     assert not traffic.failed
 
 
