@@ -264,6 +264,12 @@ class LimitSettings(Section):
     max_connections_per_client_ip: Annotated[int, Strict(), Field(ge=1)] | None = Field(
         None, description="client connections at once from one IP address (default: no cap)"
     )
+    stream_responses_after_bytes: Annotated[int, Strict(), Field(ge=0)] = Field(
+        65536,
+        description="responses at least this large are forwarded as they arrive (a Fetch "
+        "response's records pass through while its end is checked; 0: every response is "
+        "gathered whole first)",
+    )
     idle_timeout_seconds: PositiveSeconds = Field(
         600.0, description="no bytes either way for this long closes the pair"
     )

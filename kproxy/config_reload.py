@@ -36,6 +36,7 @@ LIVE: Final[dict[str, str]] = {
     "limits.max_frame_bytes": "new client connections",
     "limits.max_in_flight_requests": "new client connections",
     "limits.write_buffer_high_bytes": "new client connections",
+    "limits.stream_responses_after_bytes": "new client connections",
     "limits.max_connections": "at once (new connections)",
     "limits.max_connections_per_client_ip": "at once (new connections)",
     "limits.idle_timeout_seconds": "at once",

@@ -97,6 +97,15 @@ CONFIG_VALUES_REDACTED = MetricSpec(
     "Configuration values that named broker or controller addresses (listeners, "
     "advertised.listeners, controller.quorum.voters...), withheld from clients.",
 )
+RESPONSES_STREAMED = MetricSpec(
+    "kproxy_responses_streamed_total",
+    COUNTER,
+    ("api", "tail"),
+    "Responses forwarded while they arrived (limits.stream_responses_after_bytes), by what "
+    "their tail became: none (no endpoints), rewritten, padded (rewritten shorter, padded "
+    "with an ignored tagged field) or dropped (rewritten longer: its endpoints left out, "
+    "the client refreshes its metadata).",
+)
 REQUESTS_REFUSED = MetricSpec(
     "kproxy_requests_refused_total",
     COUNTER,

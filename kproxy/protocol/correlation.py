@@ -72,6 +72,11 @@ class CorrelationTable(Generic[T]):
             unanswered.popitem(last=False)
         return item[1]
 
+    def peek(self, correlation_id: int) -> T | None:
+        """The request awaiting the response `correlation_id`, left in the table."""
+        item = self._expected.get(correlation_id)
+        return None if item is None else item[1]
+
     def __len__(self) -> int:
         """Requests waiting for a response (acks=0 requests are not counted)."""
         return len(self._expected)

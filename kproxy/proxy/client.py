@@ -202,7 +202,7 @@ class ClientConnection(asyncio.Protocol):
             svc.refused(self, step.refused)
         if step.resume_reading:
             self._resume("in_flight")
-        if self.draining and not self.session.inflight and not self.session.streaming_request:
+        if self.draining and not self.session.answering and not self.session.streaming_request:
             self.close("shutdown")
 
     def upstream_full(self, full: bool) -> None:
@@ -224,7 +224,7 @@ class ClientConnection(asyncio.Protocol):
         (a large request already on its way is read to its end first)."""
         self.draining = True
         if not self.session.streaming_request:
-            if not self.session.inflight:
+            if not self.session.answering:
                 self.close("shutdown")
                 return
             self._pause("draining")

@@ -98,5 +98,8 @@ class ProxyObserver:
     def configs_redacted(self, api_key: int, count: int) -> None:
         """Configuration values that named addresses, withheld from a client."""
 
+    def response_streamed(self, api_key: int, tail: str) -> None:
+        """A response forwarded as it arrived, and what its tail became."""
+
     def cluster_reached(self) -> None:
         pass

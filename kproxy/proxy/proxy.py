@@ -32,9 +32,15 @@ from kproxy.session.policy import ApiPolicy
 from kproxy.tls import ServerTls, client_context
 
 if TYPE_CHECKING:
-    from kproxy.config import Settings
+    from kproxy.config import LimitSettings, Settings
 
 log = logging.getLogger("kproxy.proxy")
+
+
+def session_limits(limits: LimitSettings) -> SessionLimits:
+    return SessionLimits(
+        limits.max_frame_bytes, limits.max_in_flight_requests, limits.stream_responses_after_bytes
+    )
 
 
 def _upstream_context(settings: Settings) -> ssl.SSLContext | None:
@@ -101,7 +107,7 @@ class Proxy:
             self.reports,
             self.registry,
             self.observer,
-            SessionLimits(limits.max_frame_bytes, limits.max_in_flight_requests),
+            session_limits(limits),
             CLIENT_REFUSED_APIS if lst.role == "client" else frozenset(),
             ApiPolicy(lst.name, lst.denied_apis(), lst.advertises_denied()),
             limits.write_buffer_high_bytes,
@@ -157,7 +163,7 @@ class Proxy:
         if self.quorum is not None:
             self.quorum.configure(cluster.dial_address)
         svc = self.services
-        svc.limits = SessionLimits(limits.max_frame_bytes, limits.max_in_flight_requests)
+        svc.limits = session_limits(limits)
         svc.write_buffer_high = limits.write_buffer_high_bytes
         svc.connect_timeout = float(cluster.connect_timeout_seconds)
         svc.upstream_tls = upstream_tls

@@ -148,5 +148,7 @@ class ConnectionServices:
             obs.api_versions_clamped(dropped, lowered)
         for api_key, count in step.redacted:
             obs.configs_redacted(api_key, count)
+        for api_key, tail in step.streamed:
+            obs.response_streamed(api_key, tail)
         for unmapped in step.unmapped:
             self.reports.unmapped(unmapped)

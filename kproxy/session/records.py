@@ -22,6 +22,8 @@ def frame_bytes(frame: Frame) -> int:
 class SessionLimits(NamedTuple):
     max_frame_bytes: int
     max_in_flight_requests: int
+    # Responses at least this large leave as they arrive (kproxy.session.streaming); 0: never.
+    stream_responses_after: int = 65536
 
 
 class InFlight:

@@ -15,25 +15,21 @@ is told is the port the listener really got.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
-from kproxy.protocol.api_versions import clamp_api_versions
 from kproxy.protocol.apis import (
-    API_VERSIONS,
     CLIENT_LISTENER_RESPONSES,
     PRODUCE,
     QUORUM_RESPONSES,
     WALKED_REQUESTS,
     WALKED_RESPONSES,
 )
-from kproxy.protocol.config_addresses import names_an_address
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import parse_request_header, parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
 from kproxy.protocol.produce_scan import produce_response_is_plain
-from kproxy.protocol.rewriter import redact_configs, rewrite
+from kproxy.protocol.rewriter import rewrite
 from kproxy.protocol.walker import (
     MAX_REQUEST_ENDPOINTS,
     MAX_RESPONSE_ENDPOINTS,
@@ -48,10 +44,12 @@ from kproxy.session.admission import (
     api_versions_fallback,
     refuse,
 )
-from kproxy.session.mapping import AddressMapping, told_address
+from kproxy.session.mapping import AddressMapping
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.records import Frame, Held, InFlight, SessionLimits, frame_bytes
-from kproxy.session.steps import ClientStep, NodeLearned, ResponseSeen, SessionClose, UpstreamStep
+from kproxy.session.release import release_tail, release_whole
+from kproxy.session.steps import ClientStep, NodeLearned, SessionClose, UpstreamStep
+from kproxy.session.streaming import StreamedResponse, streamable
 
 _pack_size = INT32.pack
 _corr_id = INT32.unpack_from
@@ -70,6 +68,7 @@ class ProxySession:
     __slots__ = (
         "_held",
         "_paused_for_inflight",
+        "_stream",
         "_waiting",
         "awaits_success",
         "client_reader",
@@ -102,10 +101,14 @@ class ProxySession:
         self.refused_apis = refused_apis
         self.policy = ApiPolicy("default") if policy is None else policy
         self.client_reader = FrameReader(limits.max_frame_bytes, stream_after=STREAM_REQUESTS_AFTER)
-        self.upstream_reader = FrameReader(limits.max_frame_bytes)
+        self.upstream_reader = FrameReader(
+            limits.max_frame_bytes, stream_after=limits.stream_responses_after
+        )
         self.inflight: CorrelationTable[InFlight] = CorrelationTable()
         self._paused_for_inflight = False
-        self._held: list[Held] = []
+        # Responses walked but not yet sent, in order (a streamed one's tail among them).
+        self._held: list[Held | StreamedResponse] = []
+        self._stream: StreamedResponse | None = None  # a response forwarded as it arrives
         # Requests read while the in-flight limit was reached, in order (one read's worth:
         # the runtime stops reading the client meanwhile).
         self._waiting: list[Frame] = []
@@ -115,6 +118,7 @@ class ProxySession:
         self.inflight = CorrelationTable()
         self._held = []
         self._waiting = []
+        self._stream = None
         self.client_reader = FrameReader(self.limits.max_frame_bytes)
         self.upstream_reader = FrameReader(self.limits.max_frame_bytes)
 
@@ -122,6 +126,12 @@ class ProxySession:
     def streaming_request(self) -> bool:
         """A large request is being forwarded as it arrives: its rest must follow."""
         return self.client_reader.passing
+
+    @property
+    def answering(self) -> bool:
+        """Requests wait for their responses, or a response is still on its way (being
+        streamed, or held for a listener)."""
+        return bool(self.inflight) or self._stream is not None or bool(self._held)
 
     @property
     def waiting_bytes(self) -> int:
@@ -229,13 +239,21 @@ class ProxySession:
     # -- upstream -> client ------------------------------------------------------------------
     def upstream_bytes(self, data: bytes, now: float) -> UpstreamStep:
         step = UpstreamStep()
+        needed: set[int] = set()
         try:
-            frames = self.upstream_reader.feed(data)
-            if frames:
-                needed = self._walk_responses(frames, now, step)
-                if needed:
-                    step.nodes_needing_listeners = sorted(needed)
-                    return step
+            for frame in self.upstream_reader.feed_through(data):
+                if type(frame) is FrameMore:
+                    self._stream_more(frame.data, now, step, needed)
+                elif type(frame) is FrameStart:
+                    # Streamed only when nothing before it waits for a listener.
+                    if needed or not self._stream_start(frame, now, step):
+                        self.upstream_reader.gather()
+                else:
+                    assert type(frame) is memoryview
+                    self._walk_response(frame, now, step, needed)
+            if needed:
+                step.nodes_needing_listeners = sorted(needed)
+                return step
             if self._held:
                 self._release(step, now)
         except ProtocolError as exc:
@@ -255,50 +273,88 @@ class ProxySession:
     def _upstream_failed(self, step: UpstreamStep, exc: ProtocolError) -> None:
         """Bad bytes from the broker: nothing of this step reaches the client."""
         self._held = []
+        self._stream = None
         step.to_client = []
         step.responses = []
         step.close = SessionClose("upstream", exc.reason, str(exc))
 
-    def _walk_responses(self, frames: list[memoryview], now: float, step: UpstreamStep) -> set[int]:
-        """Match each frame to its request and walk it; learn the nodes it names.
+    def _request_for(self, frame: memoryview) -> InFlight:
+        if len(frame) < 4:
+            raise MalformedMessage("response shorter than a correlation id")
+        corr = _corr_id(frame, 0)[0]
+        req = self.inflight.pop(corr)
+        if req is None:
+            raise MalformedMessage(
+                f"response with correlation id {corr} that no request is waiting for",
+                reason="unexpected_correlation_id",
+            )
+        return req
 
-        Returns the nodes that need a listener before any of it may be sent.
-        """
-        needed: set[int] = set()
-        held = self._held
-        for frame in frames:
-            if len(frame) < 4:
-                raise MalformedMessage("response shorter than a correlation id")
-            corr = _corr_id(frame, 0)[0]
-            req = self.inflight.pop(corr)
-            if req is None:
-                raise MalformedMessage(
-                    f"response with correlation id {corr} that no request is waiting for",
-                    reason="unexpected_correlation_id",
-                )
-            key = req.api_key
-            walked: WalkResult | None = None
-            if key in WALKED_RESPONSES:
-                _, body = parse_response_header(frame, req.header_version)
-                if key == PRODUCE and self._plain_produce(frame, body, req):
-                    held.append(Held(req, frame, None, now - req.received))
-                    continue
+    def _walk_response(
+        self, frame: memoryview, now: float, step: UpstreamStep, needed: set[int]
+    ) -> None:
+        """Match a whole response to its request, walk it and hold it for release; the
+        nodes it names that need a listener before it may be sent go into `needed`."""
+        req = self._request_for(frame)
+        key = req.api_key
+        walked: WalkResult | None = None
+        if key in WALKED_RESPONSES:
+            _, body = parse_response_header(frame, req.header_version)
+            if not (key == PRODUCE and self._plain_produce(frame, body, req)):
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
-                # A broker's client listener says where the node is dialled from now on;
-                # the KRaft quorum messages (KIP-853) name controller listeners, which
-                # are recorded only for a node nothing else has named.
-                authoritative = key in CLIENT_LISTENER_RESPONSES
-                mapping = self._mapping_for(key)
-                for ep in walked.endpoints:
-                    node_id = ep.node_id
-                    if node_id is None or not mapping.is_mappable(node_id):
-                        continue
-                    if mapping.learn(node_id, ep.host, ep.port, authoritative):
-                        step.learned.append(NodeLearned(node_id, ep.host, ep.port))
-                    if mapping.needs_listener(node_id):
-                        needed.add(node_id)
-            held.append(Held(req, frame, walked, now - req.received))
-        return needed
+                self._learn(key, walked, step, needed)
+        self._held.append(Held(req, frame, walked, now - req.received))
+
+    def _learn(self, key: int, walked: WalkResult, step: UpstreamStep, needed: set[int]) -> None:
+        # A broker's client listener says where the node is dialled from now on; the
+        # KRaft quorum messages (KIP-853) name controller listeners, which are recorded
+        # only for a node nothing else has named.
+        authoritative = key in CLIENT_LISTENER_RESPONSES
+        mapping = self._mapping_for(key)
+        for ep in walked.endpoints:
+            node_id = ep.node_id
+            if node_id is None or not mapping.is_mappable(node_id):
+                continue
+            if mapping.learn(node_id, ep.host, ep.port, authoritative):
+                step.learned.append(NodeLearned(node_id, ep.host, ep.port))
+            if mapping.needs_listener(node_id):
+                needed.add(node_id)
+
+    # -- responses forwarded as they arrive (kproxy.session.streaming) -----------------------
+    def _stream_start(self, start: FrameStart, now: float, step: UpstreamStep) -> bool:
+        """Begin forwarding a large response as it arrives, if it may be (False: it is
+        to be gathered whole). Whatever came before it is released first."""
+        head = start.head
+        req = self.inflight.peek(_corr_id(head, 0)[0]) if len(head) >= 4 else None
+        if req is None or not streamable(req.api_key, req.version):
+            return False
+        try:
+            body = parse_response_header(head, req.header_version)[1]
+        except ProtocolError:
+            return False  # a header longer than the bytes in hand: gathered instead
+        if self._held:
+            self._release(step, now)
+        self._request_for(head)
+        stream = StreamedResponse(req, start, body, now - req.received)
+        self._stream = stream
+        step.to_client.extend(stream.begin(head))
+        return True
+
+    def _stream_more(
+        self, data: memoryview, now: float, step: UpstreamStep, needed: set[int]
+    ) -> None:
+        stream = self._stream
+        assert stream is not None, "FrameMore without a streamed response"
+        piece = stream.more(data)
+        if piece:
+            step.to_client.append(piece)
+        if not stream.complete:
+            return
+        self._stream = None
+        walked = stream.finish()
+        if walked is not None:
+            self._learn(stream.request.api_key, walked, step, needed)
+        self._held.append(stream)  # its tail, released in order with what follows
 
     def _plain_produce(self, frame: memoryview, body: int, req: InFlight) -> bool:
         """A Produce response with no error and no leader hint, whose client awaits no
@@ -318,55 +374,16 @@ class ProxySession:
 
     def _release(self, step: UpstreamStep, now: float) -> None:
         held, self._held = self._held, []
-        out = step.to_client
-        seen = step.responses
-        for req, frame, walked, upstream_seconds in held:
-            key = req.api_key
-            size = len(frame)
-            leaders = None if walked is None else walked.leaders
-            nodes = _NO_NODES
-            rewritten = removed = 0
-            if (
-                walked is not None
-                and walked.configs
-                and (redaction := redact_configs(frame, walked.configs, names_an_address))
-            ):
-                chunks, size, count = redaction
-                out.extend(chunks)
-                step.redacted.append((key, count))
-            elif walked is not None and walked.endpoints:
-                mapping = self._mapping_for(key)
-                rw = rewrite(frame, walked.endpoints, partial(told_address, mapping))
-                out.extend(rw.chunks)
-                size, rewritten, removed = rw.size, len(rw.rewritten), len(rw.removed)
-                for ep in rw.removed:
-                    node_id = ep.node_id
-                    if node_id is not None and node_id >= 0 and not mapping.is_mappable(node_id):
-                        step.unmapped.append(node_id)
-                if leaders:
-                    nodes = frozenset(e.node_id for e in walked.endpoints if e.node_id is not None)
-            elif key == API_VERSIONS and (
-                clamped := clamp_api_versions(frame, 4, req.version, self.policy.advertised)
-            ):
-                out.extend(clamped.chunks)
-                step.clamped.append((len(clamped.dropped), len(clamped.lowered)))
+        for item in held:
+            if type(item) is StreamedResponse:
+                release_tail(item, self._mapping_for(item.request.api_key), step)
             else:
-                out.append(_pack_size(size))
-                out.append(frame)
-            seen.append(
-                ResponseSeen(
-                    key,
-                    req.version,
-                    req.client_id,
-                    size,
-                    req.received,
-                    upstream_seconds,
-                    leaders,
-                    nodes,
-                    rewritten,
-                    removed,
-                )
-            )
+                assert type(item) is Held
+                mapping = self._mapping_for(item.request.api_key)
+                release_whole(item, mapping, self.policy.advertised, step)
+        self._release_waiting(step, now)
+
+    def _release_waiting(self, step: UpstreamStep, now: float) -> None:
         limit = self.limits.max_in_flight_requests
         if self._waiting and len(self.inflight) < limit:
             waiting, self._waiting = self._waiting, []

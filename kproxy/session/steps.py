@@ -104,6 +104,7 @@ class UpstreamStep:
         "requests",
         "responses",
         "resume_reading",
+        "streamed",
         "to_client",
         "to_upstream",
         "unmapped",
@@ -123,5 +124,7 @@ class UpstreamStep:
         self.unmapped: list[int] = []  # node ids whose endpoints were removed
         self.clamped: list[tuple[int, int]] = []  # ApiVersions: (dropped, lowered) keys
         self.redacted: list[tuple[int, int]] = []  # (api key, config values) redacted
+        # Responses forwarded as they arrived: (api key, what their tail became).
+        self.streamed: list[tuple[int, str]] = []
         self.resume_reading = False  # in-flight requests fell back: read the client again
         self.close: SessionClose | None = None

@@ -571,8 +571,8 @@ ALLOWED = {
     " node_port_overrides, max_node_id, role, tls, sni, name, api_policy",
     "limits": (
         "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests, allocator_retain_bytes,"
-        " max_connections, max_connections_per_client_ip, idle_timeout_seconds,"
-        " first_request_timeout_seconds"
+        " max_connections, max_connections_per_client_ip, stream_responses_after_bytes,"
+        " idle_timeout_seconds, first_request_timeout_seconds"
     ),
     "admin": "enabled, bind_host, port, topology, request_timeout_seconds",
     "metrics": "topic_labels",

@@ -1,0 +1,115 @@
+"""Releasing a held response: the bytes the client gets, and the facts of what it was.
+
+A whole response has its endpoints rewritten (or its address-bearing configuration
+values redacted, or its ApiVersions clamped); a streamed one (`kproxy.session.streaming`)
+has only its tail left to send. Both report the same `ResponseSeen`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from kproxy.protocol.api_versions import clamp_api_versions
+from kproxy.protocol.apis import API_VERSIONS
+from kproxy.protocol.config_addresses import names_an_address
+from kproxy.protocol.primitives import INT32
+from kproxy.protocol.rewriter import redact_configs, rewrite
+from kproxy.protocol.walker import Endpoint, WalkResult
+from kproxy.session.mapping import AddressMapping, told_address
+from kproxy.session.records import Held, InFlight
+from kproxy.session.steps import ResponseSeen, UpstreamStep
+from kproxy.session.streaming import StreamedResponse
+
+Advertised = Callable[[int], "tuple[int, int] | None"]
+_pack_size = INT32.pack
+_NO_NODES: frozenset[int] = frozenset()
+
+
+def release_whole(
+    held: Held, mapping: AddressMapping, advertised: Advertised, step: UpstreamStep
+) -> None:
+    """Append a whole response, rewritten for the client, to `step`."""
+    req, frame, walked, upstream_seconds = held
+    key = req.api_key
+    out = step.to_client
+    size = len(frame)
+    rewritten = removed = 0
+    if (
+        walked is not None
+        and walked.configs
+        and (redaction := redact_configs(frame, walked.configs, names_an_address))
+    ):
+        chunks, size, count = redaction
+        out.extend(chunks)
+        step.redacted.append((key, count))
+    elif walked is not None and walked.endpoints:
+        rw = rewrite(frame, walked.endpoints, partial(told_address, mapping))
+        out.extend(rw.chunks)
+        size, rewritten, removed = rw.size, len(rw.rewritten), len(rw.removed)
+        _count_unmapped(rw.removed, mapping, step)
+    elif key == API_VERSIONS and (clamped := clamp_api_versions(frame, 4, req.version, advertised)):
+        out.extend(clamped.chunks)
+        step.clamped.append((len(clamped.dropped), len(clamped.lowered)))
+    else:
+        out.append(_pack_size(size))
+        out.append(frame)
+    carried = rewritten + removed > 0
+    step.responses.append(_seen(req, size, upstream_seconds, walked, carried, rewritten, removed))
+
+
+def release_tail(stream: StreamedResponse, mapping: AddressMapping, step: UpstreamStep) -> None:
+    """Append the end of a streamed response, rewritten at its own length, to `step`."""
+    sent = stream.tail(partial(told_address, mapping))
+    if sent.chunk:
+        step.to_client.append(sent.chunk)
+    _count_unmapped(sent.removed, mapping, step)
+    req = stream.request
+    step.streamed.append((req.api_key, sent.outcome))
+    step.responses.append(
+        _seen(
+            req,
+            stream.size,
+            stream.upstream_seconds,
+            stream.walked,
+            sent.outcome != "dropped",
+            sent.rewritten,
+            len(sent.removed),
+        )
+    )
+
+
+def _count_unmapped(removed: list[Endpoint], mapping: AddressMapping, step: UpstreamStep) -> None:
+    for ep in removed:
+        node_id = ep.node_id
+        if node_id is not None and node_id >= 0 and not mapping.is_mappable(node_id):
+            step.unmapped.append(node_id)
+
+
+def _seen(
+    req: InFlight,
+    size: int,
+    upstream_seconds: float,
+    walked: WalkResult | None,
+    carried: bool,
+    rewritten: int,
+    removed: int,
+) -> ResponseSeen:
+    leaders = None if walked is None else walked.leaders
+    nodes = _NO_NODES
+    if leaders and walked is not None and walked.endpoints and carried:
+        # The nodes whose endpoints came with the leadership (KIP-951): a client told of
+        # a new leader together with its address needs no metadata refresh.
+        nodes = frozenset(e.node_id for e in walked.endpoints if e.node_id is not None)
+    return ResponseSeen(
+        req.api_key,
+        req.version,
+        req.client_id,
+        size,
+        req.received,
+        upstream_seconds,
+        leaders,
+        nodes,
+        rewritten,
+        removed,
+    )

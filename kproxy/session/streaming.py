@@ -1,0 +1,142 @@
+"""A large response forwarded to the client while it still arrives (cut-through).
+
+A response of at least `SessionLimits.stream_responses_after` bytes leaves kproxy as
+its bytes come in, so the time to its first byte out does not grow with its size and
+no copy of it is made:
+
+* a response kproxy never walks is passed on as it is;
+* a Fetch response is followed by a `ResponseSkim`: its record batches pass through
+  untouched and unkept, everything up to its top-level tagged fields is forwarded at
+  once, and those fields (the tail, where KIP-951 puts `NodeEndpoints`) are held until
+  the last byte is in. The skeleton is then walked like any response (leaders, errors,
+  endpoints), the tail rewritten and fitted to its announced length
+  (`kproxy.protocol.tagged_fit`), and sent.
+
+Every other response that may carry endpoints is gathered whole first, as before: only
+a Fetch response's endpoints all lie in its tail (pinned by a test for every version).
+"""
+
+from __future__ import annotations
+
+from kproxy.protocol.apis import API_VERSIONS, FETCH, WALKED_RESPONSES
+from kproxy.protocol.frames import FrameStart
+from kproxy.protocol.plan import Struct, plan_for
+from kproxy.protocol.primitives import INT32
+from kproxy.protocol.rewriter import Mapping, rewrite
+from kproxy.protocol.skim import ResponseSkim
+from kproxy.protocol.tagged_fit import fit_tagged
+from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, Endpoint, WalkResult, walk
+from kproxy.session.records import InFlight
+
+# Responses followed by a skim while streamed: their endpoints are all in the tail.
+SKIMMED_RESPONSES = frozenset((FETCH,))
+_pack_size = INT32.pack
+
+
+def streamable(api_key: int, version: int) -> bool:
+    """Whether a large response to this request may be forwarded as it arrives."""
+    if api_key in SKIMMED_RESPONSES:
+        return plan_for(api_key, False, version) is not None
+    return api_key not in WALKED_RESPONSES and api_key != API_VERSIONS
+
+
+def endpoint_tags(plan: Struct) -> frozenset[int]:
+    """The top-level tagged fields of a plan that carry endpoints."""
+    tagged = plan[1] or {}
+    return frozenset(tag for tag, field in tagged.items() if field[4])
+
+
+class TailSent:
+    """What the end of a streamed response became."""
+
+    __slots__ = ("chunk", "outcome", "removed", "rewritten")
+
+    def __init__(self, chunk: bytes, outcome: str, rewritten: int, removed: list[Endpoint]):
+        self.chunk = chunk
+        # "none" (no endpoints), "rewritten", "padded" or "dropped" (see tagged_fit)
+        self.outcome = outcome
+        self.rewritten = rewritten
+        self.removed = removed
+
+
+class StreamedResponse:
+    """One response being forwarded as it arrives."""
+
+    __slots__ = (
+        "_body_offset",
+        "_plan",
+        "have",
+        "request",
+        "size",
+        "skim",
+        "upstream_seconds",
+        "walked",
+    )
+
+    def __init__(
+        self, request: InFlight, start: FrameStart, body_offset: int, upstream_seconds: float
+    ) -> None:
+        self.request = request
+        self.size = start.size
+        self.have = 0
+        self.upstream_seconds = upstream_seconds
+        self.walked: WalkResult | None = None
+        self._body_offset = body_offset
+        plan = None
+        if request.api_key in SKIMMED_RESPONSES:
+            plan = plan_for(request.api_key, False, request.version)
+        self._plan = plan
+        self.skim = None if plan is None else ResponseSkim(plan, start.head[:body_offset])
+
+    def begin(self, head: memoryview) -> list[bytes | memoryview]:
+        """The frame's size prefix and as much of its first bytes as may go now."""
+        self.have = len(head)
+        if self.skim is None:
+            return [_pack_size(self.size), head]
+        sendable = self._body_offset + self.skim.feed(head[self._body_offset :])
+        return [_pack_size(self.size), head[:sendable]]
+
+    def more(self, data: memoryview) -> memoryview:
+        """The part of the next bytes that may go now."""
+        self.have += len(data)
+        if self.skim is None:
+            return data
+        return data[: self.skim.feed(data)]
+
+    @property
+    def complete(self) -> bool:
+        return self.have >= self.size
+
+    def finish(self) -> WalkResult | None:
+        """The last byte is in: walk the skeleton (None: nothing was followed)."""
+        skim = self.skim
+        if skim is None:
+            return None
+        skim.finish()
+        self.walked = walk(
+            memoryview(skim.skeleton),
+            self._body_offset,
+            self.request.api_key,
+            self.request.version,
+            False,
+            MAX_RESPONSE_ENDPOINTS,
+        )
+        return self.walked
+
+    def tail(self, told: Mapping) -> TailSent:
+        """The held tail, rewritten to the addresses clients see, at its own length."""
+        skim, walked = self.skim, self.walked
+        if skim is None or walked is None or self._plan is None:
+            return TailSent(b"", "none", 0, [])
+        tail = bytes(skim.skeleton[skim.tail_start :])
+        if not walked.endpoints:
+            return TailSent(tail, "none", 0, [])
+        rw = rewrite(memoryview(skim.skeleton), walked.endpoints, told)
+        # The rewrite changes only the tail (every endpoint of a skimmed response is in
+        # it) and the frame size; the frame size already went out, so the tail is cut
+        # from the rewritten skeleton and fitted to the length it was announced with.
+        rewritten = b"".join(rw.chunks)[4 + skim.tail_start :]
+        chunk, outcome = fit_tagged(rewritten, len(tail), endpoint_tags(self._plan))
+        if outcome == "dropped":
+            return TailSent(chunk, outcome, 0, walked.endpoints)
+        return TailSent(chunk, outcome, len(rw.rewritten), rw.removed)
