@@ -1,0 +1,199 @@
+"""Time to the first and last byte of a large Fetch response, through kproxy and direct:
+
+    python -m bench.fetch_stream_bench [--sizes 64K,1M,8M] [--rounds 5] [--requests 9]
+
+A scripted broker (`tests.scripted_broker`, kio-encoded) answers every Fetch v17 with one
+partition of ``size`` bytes of records. A client on a raw socket sends one Fetch at a
+time and notes when the first byte of the answer arrives and when the last does, on three
+paths in interleaved rounds: direct, kproxy streaming (the default
+`limits.stream_responses_after_bytes`) and kproxy gathering every response whole first
+(``stream_responses_after_bytes: 0``, as before streaming). Figures are medians over the
+rounds of each round's median, with the min-max spread; also kproxy's CPU per GB.
+Results go to ``bench/fetch_stream_results.json``. Not a test: no timed assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import socket
+import statistics
+import struct
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v17 import request as fetch_req
+from kio.schema.fetch.v17 import response as fetch_resp
+from kio.static.primitive import Records
+
+from tests.kio_support import encode_request_frame
+from tests.kproxy_process import KproxyProcess
+from tests.scripted_broker import ScriptedBroker
+
+OUT = Path(__file__).resolve().parent / "fetch_stream_results.json"
+TOPIC_ID = uuid.UUID(int=42)
+PATHS = ("direct", "kproxy-streamed", "kproxy-gathered")
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1024, "M": 1 << 20}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def fetch_response(size: int) -> Any:
+    partition = fetch_resp.PartitionData(
+        partition_index=0,
+        error_code=ErrorCode.none,
+        high_watermark=1,
+        last_stable_offset=1,
+        log_start_offset=0,
+        aborted_transactions=(),
+        preferred_read_replica=-1,
+        records=Records(b"r" * size),
+    )
+    return fetch_resp.FetchResponse(
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=(fetch_resp.FetchableTopicResponse(topic_id=TOPIC_ID, partitions=(partition,)),),
+        node_endpoints=(),
+    )
+
+
+def fetch_request(corr: int) -> bytes:
+    partition = fetch_req.FetchPartition(
+        partition=0,
+        current_leader_epoch=-1,
+        fetch_offset=0,
+        last_fetched_epoch=-1,
+        log_start_offset=-1,
+        partition_max_bytes=1 << 30,
+    )
+    msg = fetch_req.FetchRequest(
+        cluster_id=None,
+        replica_state=fetch_req.ReplicaState(replica_id=-1, replica_epoch=-1),
+        max_wait=datetime.timedelta(0),
+        min_bytes=1,
+        max_bytes=1 << 30,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(fetch_req.FetchTopic(topic_id=TOPIC_ID, partitions=(partition,)),),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    return encode_request_frame(msg, corr, "fetch-bench")
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(min(1 << 20, n - len(out)))
+        if not chunk:
+            raise ConnectionError("closed mid-response")
+        out += chunk
+    return bytes(out)
+
+
+def one_fetch(sock: socket.socket, corr: int) -> tuple[float, float]:
+    """(seconds to the first byte, seconds to the last byte) of one Fetch."""
+    frame = fetch_request(corr)
+    start = time.perf_counter()
+    sock.sendall(frame)
+    head = sock.recv(4)
+    first = time.perf_counter() - start
+    head += _recv_exactly(sock, 4 - len(head))
+    (size,) = struct.unpack(">i", head)
+    _recv_exactly(sock, size)
+    return first, time.perf_counter() - start
+
+
+def measure(address: str, requests: int) -> tuple[float, float]:
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        one_fetch(sock, 1)  # warm-up: connections, discovery
+        samples = [one_fetch(sock, corr) for corr in range(2, 2 + requests)]
+    return (
+        statistics.median(s[0] for s in samples),
+        statistics.median(s[1] for s in samples),
+    )
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="64K,1M,8M")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=9)
+    args = parser.parse_args()
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    results: dict[str, Any] = {"sizes": {}, "rounds": args.rounds, "requests": args.requests}
+    with ScriptedBroker((1,)) as broker, tempfile.TemporaryDirectory() as tmp:
+        bootstrap = broker.bootstrap
+        base = {"cluster": {"dial_overrides": broker.dial_overrides}}
+        for sub in ("s", "g"):
+            (Path(tmp) / sub).mkdir()
+        streamed = KproxyProcess(Path(tmp) / "s", [bootstrap], **base)  # type: ignore[arg-type]
+        gathered = KproxyProcess(
+            Path(tmp) / "g",
+            [bootstrap],
+            limits={"stream_responses_after_bytes": 0},
+            **base,  # type: ignore[arg-type]
+        )
+        with streamed.start(), gathered.start():
+            for size in sizes:
+                response = fetch_response(size)
+                broker.handlers[1] = lambda _version, _request, r=response: r
+                rows: dict[str, list[tuple[float, float]]] = {p: [] for p in PATHS}
+                cpu: dict[str, float] = {"kproxy-streamed": 0.0, "kproxy-gathered": 0.0}
+                for _ in range(args.rounds):
+                    for path, address, proc in (
+                        ("direct", bootstrap, None),
+                        ("kproxy-streamed", streamed.bootstrap, streamed),
+                        ("kproxy-gathered", gathered.bootstrap, gathered),
+                    ):
+                        before = proc.cpu_seconds() if proc else 0.0
+                        rows[path].append(measure(address, args.requests))
+                        if proc:
+                            cpu[path] += proc.cpu_seconds() - before
+                moved_gb = size * (args.requests + 1) * args.rounds / 1e9
+                results["sizes"][str(size)] = {
+                    path: {
+                        "first_byte_ms": summary([r[0] * 1e3 for r in rows[path]]),
+                        "last_byte_ms": summary([r[1] * 1e3 for r in rows[path]]),
+                        **({"cpu_s_per_gb": cpu[path] / moved_gb} if path in cpu else {}),
+                    }
+                    for path in PATHS
+                }
+    OUT.write_text(json.dumps(results, indent=2) + "\n")
+    print(render(results))
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [
+        "| response | path | first byte (ms) | last byte (ms) | kproxy CPU s/GB |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for size, paths in results["sizes"].items():
+        for path, r in paths.items():
+            fb, lb = r["first_byte_ms"], r["last_byte_ms"]
+            cpu = f"{r['cpu_s_per_gb']:.2f}" if "cpu_s_per_gb" in r else "-"
+            lines.append(
+                f"| {int(size) // 1024} KiB | {path} | {fb['median']:.2f} "
+                f"[{fb['min']:.2f}-{fb['max']:.2f}] | {lb['median']:.2f} "
+                f"[{lb['min']:.2f}-{lb['max']:.2f}] | {cpu} |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
