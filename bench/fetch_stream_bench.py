@@ -15,54 +15,37 @@ Results go to ``bench/fetch_stream_results.json``. Not a test: no timed assertio
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
+import multiprocessing
 import socket
 import statistics
 import struct
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v17 import request as fetch_req
-from kio.schema.fetch.v17 import response as fetch_resp
-from kio.static.primitive import Records
 
 from tests.kio_support import encode_request_frame
 from tests.kproxy_process import KproxyProcess
 from tests.scripted_broker import ScriptedBroker
+from tests.session.test_session_streaming import fetch_response
 
 OUT = Path(__file__).resolve().parent / "fetch_stream_results.json"
-TOPIC_ID = uuid.UUID(int=42)
+TOPIC_ID = uuid.UUID(int=7)  # the topic of tests.session.test_session_streaming's responses
 PATHS = ("direct", "kproxy-streamed", "kproxy-gathered")
 
 
 def parse_size(text: str) -> int:
     units = {"K": 1024, "M": 1 << 20}
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
-
-
-def fetch_response(size: int) -> Any:
-    partition = fetch_resp.PartitionData(
-        partition_index=0,
-        error_code=ErrorCode.none,
-        high_watermark=1,
-        last_stable_offset=1,
-        log_start_offset=0,
-        aborted_transactions=(),
-        preferred_read_replica=-1,
-        records=Records(b"r" * size),
-    )
-    return fetch_resp.FetchResponse(
-        throttle_time=datetime.timedelta(0),
-        error_code=ErrorCode.none,
-        session_id=0,
-        responses=(fetch_resp.FetchableTopicResponse(topic_id=TOPIC_ID, partitions=(partition,)),),
-        node_endpoints=(),
-    )
 
 
 def fetch_request(corr: int) -> bytes:
@@ -129,51 +112,84 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
+def _serve(size: int, conn: Connection) -> None:
+    """The scripted broker, in a process of its own: it must not share the client's GIL."""
+    response = fetch_response(17, [b"r" * size])
+    with ScriptedBroker((1,)) as broker:
+        broker.handlers[1] = lambda _version, _request: response
+        conn.send((broker.bootstrap, broker.dial_overrides))
+        conn.recv()  # until told to stop
+
+
+@contextlib.contextmanager
+def broker_process(size: int) -> Iterator[tuple[str, dict[str, str]]]:
+    parent, child = multiprocessing.Pipe()
+    proc = multiprocessing.get_context("spawn").Process(target=_serve, args=(size, child))
+    proc.start()
+    try:
+        if not parent.poll(60):
+            raise RuntimeError("the scripted broker did not start")
+        yield parent.recv()
+    finally:
+        parent.send("stop")
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+
+
+def measure_size(size: int, rounds: int, requests: int, tmp: Path) -> dict[str, Any]:
+    rows: dict[str, list[tuple[float, float]]] = {p: [] for p in PATHS}
+    cpu = {"kproxy-streamed": 0.0, "kproxy-gathered": 0.0}
+    with broker_process(size) as (bootstrap, overrides):
+        cluster = {"dial_overrides": overrides}
+        dirs = {name: tmp / f"{size}-{name}" for name in cpu}
+        for d in dirs.values():
+            d.mkdir()
+        streamed = KproxyProcess(dirs["kproxy-streamed"], [bootstrap], cluster=cluster)
+        gathered = KproxyProcess(
+            dirs["kproxy-gathered"],
+            [bootstrap],
+            cluster=cluster,
+            limits={"stream_responses_after_bytes": 0},
+        )
+        with streamed.start(), gathered.start():
+            for _ in range(rounds):
+                for path, address, proc in (
+                    ("direct", bootstrap, None),
+                    ("kproxy-streamed", streamed.bootstrap, streamed),
+                    ("kproxy-gathered", gathered.bootstrap, gathered),
+                ):
+                    before = proc.cpu_seconds() if proc else 0.0
+                    rows[path].append(measure(address, requests))
+                    if proc:
+                        cpu[path] += proc.cpu_seconds() - before
+    moved_gb = size * (requests + 1) * rounds / 1e9
+    return {
+        path: {
+            "first_byte_ms": summary([r[0] * 1e3 for r in rows[path]]),
+            "last_byte_ms": summary([r[1] * 1e3 for r in rows[path]]),
+            **({"cpu_s_per_gb": cpu[path] / moved_gb} if path in cpu else {}),
+        }
+        for path in PATHS
+    }
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="64K,1M,8M")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sizes", default="64K,1M,8M,32M")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--requests", type=int, default=9)
     args = parser.parse_args()
-    sizes = [parse_size(s) for s in args.sizes.split(",")]
-    results: dict[str, Any] = {"sizes": {}, "rounds": args.rounds, "requests": args.requests}
-    with ScriptedBroker((1,)) as broker, tempfile.TemporaryDirectory() as tmp:
-        bootstrap = broker.bootstrap
-        base = {"cluster": {"dial_overrides": broker.dial_overrides}}
-        for sub in ("s", "g"):
-            (Path(tmp) / sub).mkdir()
-        streamed = KproxyProcess(Path(tmp) / "s", [bootstrap], **base)  # type: ignore[arg-type]
-        gathered = KproxyProcess(
-            Path(tmp) / "g",
-            [bootstrap],
-            limits={"stream_responses_after_bytes": 0},
-            **base,  # type: ignore[arg-type]
-        )
-        with streamed.start(), gathered.start():
-            for size in sizes:
-                response = fetch_response(size)
-                broker.handlers[1] = lambda _version, _request, r=response: r
-                rows: dict[str, list[tuple[float, float]]] = {p: [] for p in PATHS}
-                cpu: dict[str, float] = {"kproxy-streamed": 0.0, "kproxy-gathered": 0.0}
-                for _ in range(args.rounds):
-                    for path, address, proc in (
-                        ("direct", bootstrap, None),
-                        ("kproxy-streamed", streamed.bootstrap, streamed),
-                        ("kproxy-gathered", gathered.bootstrap, gathered),
-                    ):
-                        before = proc.cpu_seconds() if proc else 0.0
-                        rows[path].append(measure(address, args.requests))
-                        if proc:
-                            cpu[path] += proc.cpu_seconds() - before
-                moved_gb = size * (args.requests + 1) * args.rounds / 1e9
-                results["sizes"][str(size)] = {
-                    path: {
-                        "first_byte_ms": summary([r[0] * 1e3 for r in rows[path]]),
-                        "last_byte_ms": summary([r[1] * 1e3 for r in rows[path]]),
-                        **({"cpu_s_per_gb": cpu[path] / moved_gb} if path in cpu else {}),
-                    }
-                    for path in PATHS
-                }
+    results: dict[str, Any] = {
+        "command": "python -m bench.fetch_stream_bench " + " ".join(sys.argv[1:]),
+        "rounds": args.rounds,
+        "requests": args.requests,
+        "sizes": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for text in args.sizes.split(","):
+            size = parse_size(text)
+            results["sizes"][str(size)] = measure_size(size, args.rounds, args.requests, Path(tmp))
     OUT.write_text(json.dumps(results, indent=2) + "\n")
     print(render(results))
 

@@ -18,10 +18,9 @@ from bench.stats import ratio_summary, summarize
 #: The path the targets are judged on (kproxy's default event loop).
 KPROXY = "kproxy-uvloop"
 PROFILE_NOTES = Path(__file__).resolve().parent / "PROFILE.md"
-THROUGHPUT_TARGET = 0.90
-TANSU_PROXY_FACTOR = 2.0
-LATENCY_TARGET = 1.3
-IDLE_MEMORY_TARGET_MB = 100.0
+# The plot's reference lines: the throughput and p99 targets (bench/targets.py).
+THROUGHPUT_LINE = 0.95
+LATENCY_LINE = 1.3
 
 
 # ---------------------------------------------------------------------------------------
@@ -149,85 +148,6 @@ class Verdict:
     target: str
     measured: str
     status: str  # met | missed | not measured
-
-
-def _between(
-    results: dict[str, Any], name: str, a: str, b: str, key: str = "msg_per_s"
-) -> dict[str, Any]:
-    wl = results["workloads"][name]
-    rounds = rounds_of(results)
-    runs = wl.get("runs", [])
-    return ratio_summary(series(runs, a, key, rounds), series(runs, b, key, rounds))
-
-
-def _unmeasured(results: dict[str, Any], name: str, path: str) -> str | None:
-    """Why ``path`` has no figure for workload ``name``, or None if it has one."""
-    wl = results["workloads"][name]
-    status = path_status(results, path, wl.get("upstream"))
-    if path not in results.get("paths", {}):
-        return f"{path} not selected"
-    if status != "ok":
-        return status
-    errors = run_errors(wl.get("runs", []), path)
-    return f"every run failed: {errors[0]}" if errors else "no successful run"
-
-
-def _why(results: dict[str, Any], name: str, path: str) -> str:
-    return _unmeasured(results, name, path) or "no figure"
-
-
-def evaluate_targets(results: dict[str, Any]) -> list[Verdict]:
-    """The issue's goals against what this run measured (kproxy on uvloop)."""
-    verdicts: list[Verdict] = []
-    workloads = results.get("workloads", {})
-    for name, wl in workloads.items():
-        if wl.get("target") != "throughput":
-            continue
-        label = f"{name}: throughput >= {THROUGHPUT_TARGET:.2f} of direct"
-        ratio = _between(results, name, KPROXY, "direct")
-        if ratio["n"]:
-            ok = ratio["median"] >= THROUGHPUT_TARGET
-            verdicts.append(Verdict(label, fmt_ratio(ratio), "met" if ok else "missed"))
-        else:
-            verdicts.append(Verdict(label, _why(results, name, KPROXY), "not measured"))
-        for other, factor, text in (
-            ("tansu-proxy", TANSU_PROXY_FACTOR, f">= {TANSU_PROXY_FACTOR:.0f}x tansu proxy"),
-            ("kroxylicious", 1.0, "above Kroxylicious"),
-        ):
-            label = f"{name}: {text}"
-            ratio = _between(results, name, KPROXY, other)
-            if ratio["n"]:
-                ok = ratio["median"] >= factor if factor != 1.0 else ratio["median"] > 1.0
-                verdicts.append(Verdict(label, f"{fmt_ratio(ratio)}x", "met" if ok else "missed"))
-            else:
-                why = _unmeasured(results, name, other) or _why(results, name, KPROXY)
-                verdicts.append(Verdict(label, why, "not measured"))
-    for name, wl in workloads.items():
-        if wl.get("target") != "latency" or wl.get("kind") != "latency":
-            continue
-        label = f"{name}: p99 round trip <= {LATENCY_TARGET}x direct"
-        ratio = _between(results, name, KPROXY, "direct", "p99_ms")
-        if ratio["n"]:
-            ok = ratio["median"] <= LATENCY_TARGET
-            verdicts.append(Verdict(label, f"{fmt_ratio(ratio)}x", "met" if ok else "missed"))
-        else:
-            verdicts.append(Verdict(label, _why(results, name, KPROXY), "not measured"))
-    for name, wl in workloads.items():
-        if wl.get("kind") != "connections":
-            continue
-        idle = wl.get("params", {}).get("idle", 1000)
-        label = f"{name}: {idle:,} idle connections cost <= {IDLE_MEMORY_TARGET_MB:.0f} MB RSS"
-        rounds = rounds_of(results)
-        runs = wl.get("runs", [])
-        delta = summarize(series(runs, KPROXY, "rss_delta_mb", rounds))
-        total = summarize(series(runs, KPROXY, "rss_idle_mb", rounds))
-        if delta["n"]:
-            ok = delta["median"] <= IDLE_MEMORY_TARGET_MB
-            text = f"+{fmt_summary(delta)} MB (process total {fmt_summary(total)} MB)"
-            verdicts.append(Verdict(label, text, "met" if ok else "missed"))
-        else:
-            verdicts.append(Verdict(label, _why(results, name, KPROXY), "not measured"))
-    return verdicts
 
 
 # ---------------------------------------------------------------------------------------
@@ -390,10 +310,12 @@ def render_markdown(
         text = "; ".join(f"{u}: {s}" for u, s in statuses.items()) or "not run"
         prow.append([path, info.get("description", ""), text])
     lines += _table(["path", "what", "status per upstream"], prow)
-    lines += ["", "## Targets (kproxy on uvloop)", ""]
+    from bench.targets import evaluate_targets, met_share  # it reads this module's helpers
+
+    verdicts = evaluate_targets(results)
+    lines += ["", "## Targets", "", f"{met_share(verdicts)}; see `bench/targets.py`.", ""]
     lines += _table(
-        ["target", "measured", "status"],
-        [[v.target, v.measured, v.status] for v in evaluate_targets(results)],
+        ["target", "measured", "status"], [[v.target, v.measured, v.status] for v in verdicts]
     )
     if png_name:
         lines += ["", f"![Ratios to direct]({png_name})", ""]
@@ -428,10 +350,10 @@ def plot(results: dict[str, Any], png: Path) -> bool:
         ("Throughput / direct (higher is better)", "msg_per_s",
          [n for n, w in results["workloads"].items()
           if w.get("target") == "throughput" or w.get("kind") in ("churn", "connections")],
-         THROUGHPUT_TARGET),
+         THROUGHPUT_LINE),
         ("p99 latency / direct (lower is better)", "p99_ms",
          [n for n, w in results["workloads"].items() if w.get("kind") in ("latency", "churn")],
-         LATENCY_TARGET),
+         LATENCY_LINE),
     ]  # fmt: skip
     fig, axes = plt.subplots(
         1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [4, 1]}, squeeze=False
