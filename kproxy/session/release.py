@@ -35,6 +35,7 @@ def release_whole(
     out = step.to_client
     size = len(frame)
     rewritten = removed = 0
+    carried = False  # the response's endpoints reach the client (rewritten or as they were)
     if (
         walked is not None
         and walked.configs
@@ -47,6 +48,7 @@ def release_whole(
         rw = rewrite(frame, walked.endpoints, partial(told_address, mapping))
         out.extend(rw.chunks)
         size, rewritten, removed = rw.size, len(rw.rewritten), len(rw.removed)
+        carried = True
         _count_unmapped(rw.removed, mapping, step)
     elif key == API_VERSIONS and (clamped := clamp_api_versions(frame, 4, req.version, advertised)):
         out.extend(clamped.chunks)
@@ -54,7 +56,6 @@ def release_whole(
     else:
         out.append(_pack_size(size))
         out.append(frame)
-    carried = rewritten + removed > 0
     step.responses.append(_seen(req, size, upstream_seconds, walked, carried, rewritten, removed))
 
 

@@ -437,3 +437,14 @@ def test_an_error_answer_with_no_node_passes_untouched() -> None:
     assert joined(step.to_client) == answer
     assert step.unmapped == [] and step.nodes_needing_listeners == []
     assert (step.responses[0].rewritten, step.responses[0].removed) == (0, 0)
+
+
+def test_a_redirect_already_naming_kproxy_still_reports_its_endpoint_nodes() -> None:
+    # A broker (or a controller carried by kproxy) may advertise kproxy's own address:
+    # nothing is rewritten, yet the client was told the new leader's address (KIP-951).
+    s = session(address_map(open_nodes=(2,)))
+    client(s, produce_request(4, acks=1))
+    step = upstream(s, produce_redirect(4, 2, KPROXY_HOST, 19002))
+    (seen,) = step.responses
+    assert (seen.rewritten, seen.removed) == (0, 0)
+    assert seen.endpoint_nodes == {2}
