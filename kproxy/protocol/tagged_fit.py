@@ -51,13 +51,6 @@ def parse_tagged(section: bytes | bytearray | memoryview) -> list[TaggedField]:
     return fields
 
 
-def encode_tagged(fields: list[TaggedField]) -> bytes:
-    out = [encode_uvarint(len(fields))]
-    for tag, data in fields:
-        out += (encode_uvarint(tag), encode_uvarint(len(data)), data)
-    return b"".join(out)
-
-
 def _padding(room: int, tag: int) -> bytes | None:
     """One padding field of exactly `room` bytes, if one exists."""
     head = encode_uvarint(tag)

@@ -59,7 +59,6 @@ _api_key = INT16.unpack_from
 # before sending its first byte. Their header and Produce acks are within these bytes
 # (a client id is at most 32,767 bytes, a transactional id likewise).
 STREAM_REQUESTS_AFTER = 65536
-_NO_NODES: frozenset[int] = frozenset()
 
 
 class ProxySession:

@@ -64,7 +64,7 @@ class StreamedResponse:
 
     __slots__ = (
         "_body_offset",
-        "_plan",
+        "_endpoint_tags",
         "have",
         "request",
         "size",
@@ -85,8 +85,8 @@ class StreamedResponse:
         plan = None
         if request.api_key in SKIMMED_RESPONSES:
             plan = plan_for(request.api_key, False, request.version)
-        self._plan = plan
         self.skim = None if plan is None else ResponseSkim(plan, start.head[:body_offset])
+        self._endpoint_tags = frozenset() if plan is None else endpoint_tags(plan)
 
     def begin(self, head: memoryview) -> list[bytes | memoryview]:
         """The frame's size prefix and as much of its first bytes as may go now."""
@@ -126,7 +126,7 @@ class StreamedResponse:
     def tail(self, told: Mapping) -> TailSent:
         """The held tail, rewritten to the addresses clients see, at its own length."""
         skim, walked = self.skim, self.walked
-        if skim is None or walked is None or self._plan is None:
+        if skim is None or walked is None:
             return TailSent(b"", "none", 0, [])
         tail = bytes(skim.skeleton[skim.tail_start :])
         if not walked.endpoints:
@@ -136,7 +136,7 @@ class StreamedResponse:
         # it) and the frame size; the frame size already went out, so the tail is cut
         # from the rewritten skeleton and fitted to the length it was announced with.
         rewritten = b"".join(rw.chunks)[4 + skim.tail_start :]
-        chunk, outcome = fit_tagged(rewritten, len(tail), endpoint_tags(self._plan))
+        chunk, outcome = fit_tagged(rewritten, len(tail), self._endpoint_tags)
         if outcome == "dropped":
             return TailSent(chunk, outcome, 0, walked.endpoints)
         return TailSent(chunk, outcome, len(rw.rewritten), rw.removed)

@@ -25,7 +25,8 @@ from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.plan import Struct, plan_for, walked_versions
 from kproxy.protocol.plan_codes import K_ENDPOINT, OP_ARRAY, OP_CARRAY, OP_NSTRUCT, OP_STRUCT
 from kproxy.protocol.tagged_fit import PADDING_TAG, parse_tagged
-from kproxy.session import ProxySession, SessionLimits
+from kproxy.proxy.mapping import AddressMap
+from kproxy.session import ProxySession, SessionLimits, UpstreamStep
 from kproxy.session.records import InFlight
 from kproxy.session.streaming import StreamedResponse, streamable
 from tests.kio_support import (
@@ -119,7 +120,9 @@ def fetch_request(version: int, corr: int) -> bytes:
     return request_with(FETCH, version, corr, b"\x00" if version >= 12 else b"")
 
 
-def streaming_session(stream_after: int = STREAM_AFTER, open_nodes: tuple[int, ...] = (1, 2, 3)):  # type: ignore[no-untyped-def]
+def streaming_session(
+    stream_after: int = STREAM_AFTER, open_nodes: tuple[int, ...] = (1, 2, 3)
+) -> tuple[ProxySession, AddressMap]:
     mapping = address_map(open_nodes=open_nodes)
     s = ProxySession(mapping, SessionLimits(1 << 20, 100, stream_after))
     return s, mapping
@@ -165,7 +168,9 @@ def kproxy_view(msg: Any) -> Any:
     return replace_endpoints(msg, lambda ep: (KPROXY_HOST, 19000 + ep.node_id))
 
 
-def through(version: int, frame: bytes, cuts: list[int], stream_after: int = STREAM_AFTER):  # type: ignore[no-untyped-def]
+def through(
+    version: int, frame: bytes, cuts: list[int], stream_after: int = STREAM_AFTER
+) -> tuple[list[bytes], UpstreamStep]:
     """The frame fed in pieces cut at `cuts`: (what each step sent, the last step)."""
     s, mapping = streaming_session(stream_after)
     client(s, fetch_request(version, 5))
