@@ -33,6 +33,7 @@ from typing import Any
 
 from kio.schema.fetch.v17 import request as fetch_req
 
+from bench.stats import summarize
 from tests.kio_support import encode_request_frame
 from tests.kproxy_process import KproxyProcess
 from tests.scripted_broker import ScriptedBroker
@@ -108,10 +109,6 @@ def measure(address: str, requests: int) -> tuple[float, float]:
     )
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def _serve(size: int, conn: Connection) -> None:
     """The scripted broker, in a process of its own: it must not share the client's GIL."""
     response = fetch_response(17, [b"r" * size])
@@ -166,8 +163,8 @@ def measure_size(size: int, rounds: int, requests: int, tmp: Path) -> dict[str, 
     moved_gb = size * (requests + 1) * rounds / 1e9
     return {
         path: {
-            "first_byte_ms": summary([r[0] * 1e3 for r in rows[path]]),
-            "last_byte_ms": summary([r[1] * 1e3 for r in rows[path]]),
+            "first_byte_ms": summarize([r[0] * 1e3 for r in rows[path]]),
+            "last_byte_ms": summarize([r[1] * 1e3 for r in rows[path]]),
             **({"cpu_s_per_gb": cpu[path] / moved_gb} if path in cpu else {}),
         }
         for path in PATHS
