@@ -477,6 +477,16 @@ CASES: list[Any] = [
         id="in-flight-zero",
     ),
     pytest.param(
+        cfg(limits={"stream_responses_after_bytes": -1}),
+        "limits.stream_responses_after_bytes: must be >= 0 (got -1)",
+        id="stream-after-negative",
+    ),
+    pytest.param(
+        cfg(limits={"stream_responses_after_bytes": "64k"}),
+        "limits.stream_responses_after_bytes: must be an integer (got '64k')",
+        id="stream-after-string",
+    ),
+    pytest.param(
         cfg(admin={"enabled": "yes"}),
         "admin.enabled: must be true or false (got 'yes')",
         id="admin-enabled-string",
