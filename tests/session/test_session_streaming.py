@@ -37,6 +37,7 @@ from tests.kio_support import (
     message_strategy,
     replace_endpoints,
 )
+from tests.raw_kafka import uvarint
 from tests.session.test_session_playbook import (
     KPROXY_HOST,
     LATER,
@@ -139,14 +140,6 @@ def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    return bytes(out + bytes([value]))
-
-
 def without_padding(out: bytes, tail: int) -> bytes:
     """The frame with kproxy's padding field taken out of its last `tail` bytes (a
     top-level tagged section) and its size fixed: kio refuses tags it does not know,
@@ -158,9 +151,9 @@ def without_padding(out: bytes, tail: int) -> bytes:
         tag, pos = _uvarint(section, pos)
         size, pos = _uvarint(section, pos)
         if tag != PADDING_TAG:
-            kept.append(_varint_bytes(tag) + _varint_bytes(size) + section[pos : pos + size])
+            kept.append(uvarint(tag) + uvarint(size) + section[pos : pos + size])
         pos += size
-    body = out[4 : len(out) - tail] + _varint_bytes(len(kept)) + b"".join(kept)
+    body = out[4 : len(out) - tail] + uvarint(len(kept)) + b"".join(kept)
     return len(body).to_bytes(4, "big") + body
 
 
