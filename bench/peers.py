@@ -315,10 +315,10 @@ class HaproxyPeer(LoopbackPeer):
 
     def config(self) -> str:
         # haproxy needs two descriptors a connection: maxconn 20,000 would not fit this
-        # machine's limit of 20,000 descriptors, and 4,000 covers 1,000 idle clients.
+        # machine's limit of 20,000 descriptors, and 8,000 covers 3,000 idle clients.
         text = (
             "global\n"
-            "    maxconn 4000\n"
+            "    maxconn 8000\n"
             "defaults\n"
             "    mode tcp\n"
             "    timeout connect 5s\n"
