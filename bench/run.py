@@ -61,6 +61,8 @@ from bench.upstreams import (
 KIB = 1024
 # Proxies restarted whenever the broker behind them is (see Harness._restart_proxies).
 RESTARTED_WITH_BROKER = ("tansu-proxy",)
+# Workload kinds that write to the broker what the next path would find there.
+WRITING = ("produce", "connections")
 
 
 @dataclass(frozen=True)
@@ -498,6 +500,7 @@ class Harness:
                     self.done_runs += 1
                 continue
             direct_primary: float | None = None
+            written = False  # whether a path of this round wrote to the broker already
             for path in self.paths:
                 status = self.results["paths"][path]["status"].get(up.name, "ok")
                 if status != "ok":
@@ -508,6 +511,18 @@ class Harness:
                 topic = shared_topic
                 if wl.kind not in ("consume", "perf-consume"):
                     topic = f"{wl.name}-r{r}-{path}"
+                if up.name == "tansu" and wl.kind in WRITING and written:
+                    # Tansu keeps what was produced in memory and slows as it grows: every
+                    # path writes to a broker as empty as the first path's was.
+                    try:
+                        up.reset()
+                        self._restart_proxies(up, proxies, RESTARTED_WITH_BROKER)
+                    except Exception as exc:
+                        reason = f"broker reset failed: {_one_line(exc)}"
+                        runs.append({"round": r, "path": path, "ok": False, "error": reason})
+                        self.done_runs += 1
+                        continue
+                written = True
                 record = self.run_one(wl, up, path, proxies.get(path), r, topic, created)
                 runs.append(record)
                 self.done_runs += 1
