@@ -145,14 +145,18 @@ class ClientConnection(asyncio.Protocol):
             self._dial_task = asyncio.get_running_loop().create_task(self._dial())
 
     async def _dial(self) -> None:
-        upstream = await dial(self)
-        if upstream is None or self.closed:
-            return
-        self.upstream = upstream
-        pending, self._pending = self._pending, []
-        if upstream.transport is not None:
-            upstream.transport.writelines(pending)
-        self._resume("dialling")
+        try:
+            upstream = await dial(self)
+            if upstream is None or self.closed:
+                return
+            self.upstream = upstream
+            pending, self._pending = self._pending, []
+            if upstream.transport is not None:
+                upstream.transport.writelines(pending)
+            self._resume("dialling")
+        finally:
+            # A finished task holds ~0.5 KB for as long as the connection lives.
+            self._dial_task = None
 
     def pause_writing(self) -> None:
         if self.upstream is not None:

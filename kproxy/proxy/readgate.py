@@ -13,15 +13,17 @@ class ReadGate:
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.reasons: set[str] = set()
+        # A tuple, not a set: an empty set costs 216 bytes for every idle connection.
+        self.reasons: tuple[str, ...] = ()
 
     def pause(self, reason: str) -> None:
         if not self.reasons and self.transport is not None:
             self.transport.pause_reading()
-        self.reasons.add(reason)
+        if reason not in self.reasons:
+            self.reasons += (reason,)
 
     def resume(self, reason: str) -> None:
         if reason in self.reasons:
-            self.reasons.discard(reason)
+            self.reasons = tuple(r for r in self.reasons if r != reason)
             if not self.reasons and self.transport is not None and not self.transport.is_closing():
                 self.transport.resume_reading()
