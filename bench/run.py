@@ -91,7 +91,7 @@ CHURN = (
 IDLE_CONNECTIONS = 3_000
 CONNECTIONS = (
     Metric("msg_per_s", "producer msg/s", "msg/s", True),
-    Metric("rss_idle_mb", "RSS with the idle", "MB", False),
+    Metric("rss_idle_mb", "RSS with idle conns", "MB", False),
     Metric("rss_delta_mb", "RSS added by idle conns", "MB", False),
 )
 
