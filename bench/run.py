@@ -59,7 +59,7 @@ from bench.upstreams import (
 )
 
 KIB = 1024
-# Proxies restarted whenever the broker behind them is (see Harness._restart_proxies).
+# Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
 RESTARTED_WITH_BROKER = ("tansu-proxy",)
 # Workload kinds that write to the broker what the next path would find there.
 WRITING = ("produce", "connections")
@@ -448,6 +448,12 @@ class Harness:
                     runs.append({"round": r, "path": p, "ok": False, "error": reason})
                     self.done_runs += 1
 
+    def _reset_broker(self, up: Upstream, proxies: dict[str, Any]) -> None:
+        """A freshly started broker, and fresh processes for the proxies that do not
+        survive its restart."""
+        up.reset()
+        self._restart_proxies(up, proxies, RESTARTED_WITH_BROKER)
+
     def _restart_proxies(self, up: Upstream, proxies: dict[str, Any], paths: Iterable[str]) -> None:
         """Give the proxies of `paths` a fresh process each.
 
@@ -479,8 +485,7 @@ class Harness:
             created: list[str] = []
             try:
                 if up.name == "tansu":
-                    up.reset()  # a fresh broker per round: in-memory data does not pile up
-                    self._restart_proxies(up, proxies, RESTARTED_WITH_BROKER)
+                    self._reset_broker(up, proxies)  # in-memory data does not pile up
                 if wl.kind == "connections":
                     # haproxy belongs to the upstream (and pools what it frees anyway)
                     fresh = [p for p in proxies if p not in ("direct", "haproxy")]
@@ -515,8 +520,7 @@ class Harness:
                     # Tansu keeps what was produced in memory and slows as it grows: every
                     # path writes to a broker as empty as the first path's was.
                     try:
-                        up.reset()
-                        self._restart_proxies(up, proxies, RESTARTED_WITH_BROKER)
+                        self._reset_broker(up, proxies)
                     except Exception as exc:
                         reason = f"broker reset failed: {_one_line(exc)}"
                         runs.append({"round": r, "path": path, "ok": False, "error": reason})

@@ -9,7 +9,8 @@ neighbours move both sides of it alike:
   haproxy's;
 * latency (one 100 B produce at a time): kproxy's CPU per request/response pair at most
   60 us; p99 round trip at most 1.3x direct and at most haproxy's ratio plus 0.1;
-* idle connections: 1,000 of them add at most 2.2 MB of resident memory.
+* idle connections: they add at most 2.2 MB of resident memory per 1,000 (the workload
+  holds `IDLE_CONNECTIONS` of them, bench.run).
 
 The time to a large Fetch response's first byte is measured by `bench.fetch_stream_bench`.
 """
