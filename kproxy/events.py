@@ -8,10 +8,17 @@ and the fields of its type (docs/events.md is the reference). Where they go is a
 concern: JSON-lines files in a directory (`kproxy.event_file`, the default) or a Kafka
 topic (`kproxy.event_kafka`), or both; every sink gets the same bytes.
 
-The event loop only puts a tuple on a bounded queue (`emit`); a background thread
-formats each event once and hands batches to the sinks. When the queue is full an
-event is dropped and counted (for every sink, since none gets it), never waited for;
-a sink that cannot keep up or cannot write counts its own drops.
+The event loop only appends a tuple to a bounded queue (`emit`); a background thread
+wakes every `DRAIN_SECONDS`, formats each event queued since once and hands them to the
+sinks in batches. When the queue is full an event is dropped and counted (for every
+sink, since none gets it), never waited for; a sink that cannot keep up or cannot write
+counts its own drops.
+
+The writer is woken by its clock, not by each event: a thread woken per event takes the
+GIL from the event loop at a random moment for every sampled request or connection, and
+the request that arrives meanwhile waits for it (at 1% request sampling that was the
+slowest 1% of round trips, the p99). Woken on a clock it takes the GIL a few times a
+second, whatever the event rate.
 """
 
 from __future__ import annotations
@@ -20,11 +27,11 @@ import datetime
 import json
 import logging
 import os
-import queue
 import re
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -85,7 +92,9 @@ log = logging.getLogger("kproxy.events")
 
 _UNSAFE_IN_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
 _BATCH_MAX = 1024  # events formatted and handed to the sinks at once, at most
-_IDLE_WAKEUP_SECONDS = 1.0
+# How often the writer wakes to drain the queue: an event reaches its sinks this much
+# later at most (plus the write), and the queue holds queue_size events per interval.
+DRAIN_SECONDS = 0.2
 _CLOSE_SECONDS = 10.0  # a sink's flush at shutdown, at most
 
 
@@ -120,9 +129,8 @@ def event_key(event_type: str, fields: dict[str, Any], instance: str) -> bytes:
     return instance.encode()
 
 
-# What the event loop puts on the queue: (type, wall-clock seconds, fields), or None to
-# tell the writer to stop.
-_Item = tuple[str, float, dict[str, Any]] | None
+# What the event loop puts on the queue: (type, wall-clock seconds, fields).
+_Item = tuple[str, float, dict[str, Any]]
 
 
 class EventLog:
@@ -163,7 +171,12 @@ class EventLog:
             raise ValueError("an event log needs a directory or a sink")
         self.sinks = all_sinks
         self.reports = [SinkReport(s.name, on_written, on_dropped) for s in all_sinks]
-        self._queue: queue.Queue[_Item] = queue.Queue(queue_size)
+        self.queue_size = queue_size
+        # Appended by the event loop, popped by the writer: deque's append and popleft
+        # are atomic, so neither side takes a lock or wakes the other.
+        self._queue: deque[_Item] = deque()
+        self._writing = False  # the writer holds events taken off the queue
+        self._wake = threading.Event()  # close() and flush() wake the writer early
         self._clock = clock
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -174,12 +187,9 @@ class EventLog:
     # -- the event loop's side ---------------------------------------------------------------
     def emit(self, event_type: str, fields: dict[str, Any]) -> bool:
         """Queue one event; never blocks. False (and counted) when it had to be dropped."""
-        if not self._closed:
-            try:
-                self._queue.put_nowait((event_type, self._clock(), fields))
-                return True
-            except queue.Full:
-                pass
+        if not self._closed and len(self._queue) < self.queue_size:
+            self._queue.append((event_type, self._clock(), fields))
+            return True
         self._count_dropped(1)
         return False
 
@@ -217,7 +227,7 @@ class EventLog:
 
     @property
     def queued(self) -> int:
-        return self._queue.qsize()
+        return len(self._queue)
 
     def start(self) -> None:
         if self._thread is None:
@@ -230,20 +240,20 @@ class EventLog:
             return
         self._closed = True
         self.start()
-        # The stop marker must get in even when the queue is full: wait for room (the
-        # writer is draining it); close() runs at shutdown, off the hot path.
-        try:
-            self._queue.put(None, timeout=timeout)
-        except queue.Full:
-            log.warning("event log: writer is stuck; %d event(s) not written", self.queued)
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("event log: writer is stuck; %d event(s) not written", self.queued)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until everything queued so far has been handed to the sinks and has
         landed there (tests, shutdown)."""
         deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
+        self._wake.set()
+        # The writer sets _writing before it takes events off the queue: never both
+        # empty and idle while events are on their way to the sinks.
+        while self._queue or self._writing:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.005)
@@ -267,40 +277,28 @@ class EventLog:
     def _run(self) -> None:
         self._open_sinks()
         q = self._queue
-        stop = False
-        while not stop:
+        while True:
+            self._wake.wait(DRAIN_SECONDS)
+            self._wake.clear()
+            stop = self._closed  # read before draining: whatever was queued before
+            self._writing = True
             try:
-                first = q.get(timeout=_IDLE_WAKEUP_SECONDS)
-            except queue.Empty:
-                self._tick()
-                continue
-            batch = [first]
-            while len(batch) < _BATCH_MAX:
-                try:
-                    batch.append(q.get_nowait())
-                except queue.Empty:
-                    break
-            items = [item for item in batch if item is not None]
-            stop = len(items) != len(batch)
-            try:
-                self._write(items)
+                while q:
+                    batch = [q.popleft() for _ in range(min(len(q), _BATCH_MAX))]
+                    self._write(batch)
             finally:
-                for _ in batch:
-                    q.task_done()
+                self._writing = False
+            self._tick()
+            if stop:
+                break
         for sink in self.sinks:
             try:
                 sink.close(_CLOSE_SECONDS)
             except Exception as exc:
                 log.warning("event log: closing the %s sink: %s", sink.name, describe(exc))
-        # Anything queued after the stop marker (an emit racing close()) is counted.
-        late = 0
-        while True:
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                break
-            q.task_done()
-            late += 1
+        # Anything queued after the last drain (an emit racing close()) is counted.
+        late = len(q)
+        q.clear()
         self._count_dropped(late)
 
     def _tick(self) -> None:
@@ -310,7 +308,7 @@ class EventLog:
             except Exception as exc:
                 log.warning("event log: %s sink: %s", sink.name, describe(exc))
 
-    def _write(self, items: list[tuple[str, float, dict[str, Any]]]) -> None:
+    def _write(self, items: list[_Item]) -> None:
         records: list[EventRecord] = []
         instance = self.instance
         dumps = json.dumps

@@ -4,6 +4,7 @@ events producer kept out of its redirect figures, `kafka://` inputs."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from kproxy.config import ConfigError, parse_config
 from kproxy.event_sink import EventRecord, SinkReport
-from kproxy.events import EventLog, event_key
+from kproxy.events import DRAIN_SECONDS, EventLog, event_key
 from kproxy.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
 
@@ -152,3 +153,34 @@ def test_the_own_events_producer_is_not_a_client_in_the_figures(tmp_path: Path) 
     assert o.metrics.total("kproxy_redirects_total") == 1
     # The leader changes it saw are the cluster's: 1 -> 2 (its own), 2 -> 3, 3 -> 1.
     assert o.metrics.total("kproxy_leader_changes_total") == 3
+
+
+class BatchCountingSink(ListSink):
+    name = "batches"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def write(self, records: list[EventRecord]) -> None:
+        self.batches.append(len(records))
+        super().write(records)
+
+
+def test_the_writer_is_not_woken_by_each_event() -> None:
+    # A writer woken per event takes the GIL from the event loop at a random moment for
+    # each one; drained on its own clock it takes what came meanwhile in one batch.
+    sink = BatchCountingSink()
+    log = EventLog(sinks=[sink], instance="p")
+    assert log.flush()  # the sinks are open
+    started = time.monotonic()
+    for i in range(200):
+        log.emit("a", {"n": i})
+        time.sleep(0.0005)  # the event loop between two events, GIL released
+    elapsed = time.monotonic() - started
+    assert log.flush()
+    assert sum(sink.batches) == 200
+    # One batch per drain at most (plus the one flush asks for), not one per event.
+    assert len(sink.batches) <= elapsed / DRAIN_SECONDS + 2, (sink.batches, elapsed)
+    log.close()
+    assert [json.loads(r.line)["n"] for r in sink.records] == list(range(200))
