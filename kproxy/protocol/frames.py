@@ -66,6 +66,7 @@ class FrameReader:
         "_pieces",
         "max_frame_bytes",
         "stream_after",
+        "whole",
     )
 
     def __init__(self, max_frame_bytes: int, stream_after: int = 0) -> None:
@@ -83,6 +84,10 @@ class FrameReader:
         self._offered = 0  # 1: a FrameStart was just returned; -1: gather() was called
         self._passing = False  # the incomplete frame is being handed over in pieces
         self._first = True
+        # The chunk the last feed was given, when it was exactly one frame and nothing
+        # else (its size prefix included) and immutable: a frame forwarded unchanged is
+        # then sent as that one buffer, not as a new size prefix and a view.
+        self.whole: bytes | None = None
 
     @property
     def buffered(self) -> int:
@@ -166,6 +171,7 @@ class FrameReader:
         view = memoryview(data)
         n = len(view)
         pos = 0
+        self.whole = None
         limit = self.max_frame_bytes
         if self._offered == 1:  # the caller took the FrameStart: pass the rest on
             self._passing = True
@@ -218,6 +224,8 @@ class FrameReader:
                     self._offer(frames)
                 return frames
             frames.append(view[pos + 4 : end])
+            if end == n and pos == 0 and type(data) is bytes:
+                self.whole = data
             pos = end
             self._first = False
         if pos < n:

@@ -48,3 +48,6 @@ class Held(NamedTuple):
     frame: memoryview
     walked: WalkResult | None
     upstream_seconds: float
+    # The chunk read from the broker, when it was this response and nothing else: sent
+    # as it came when nothing in the response changes (`FrameReader.whole`).
+    whole: bytes | None = None

@@ -30,7 +30,7 @@ def release_whole(
     held: Held, mapping: AddressMapping, advertised: Advertised, step: UpstreamStep
 ) -> None:
     """Append a whole response, rewritten for the client, to `step`."""
-    req, frame, walked, upstream_seconds = held
+    req, frame, walked, upstream_seconds, whole = held
     key = req.api_key
     out = step.to_client
     size = len(frame)
@@ -53,6 +53,8 @@ def release_whole(
     elif key == API_VERSIONS and (clamped := clamp_api_versions(frame, 4, req.version, advertised)):
         out.extend(clamped.chunks)
         step.clamped.append((len(clamped.dropped), len(clamped.lowered)))
+    elif whole is not None:
+        out.append(whole)
     else:
         out.append(_pack_size(size))
         out.append(frame)

@@ -51,6 +51,8 @@ from kproxy.session.release import release_tail, release_whole
 from kproxy.session.steps import ClientStep, NodeLearned, SessionClose, UpstreamStep
 from kproxy.session.streaming import StreamedResponse, streamable
 
+_Step = ClientStep | UpstreamStep
+Whole = bytes | None  # a chunk that was exactly one frame (`FrameReader.whole`)
 _pack_size = INT32.pack
 _corr_id = INT32.unpack_from
 _api_key = INT16.unpack_from
@@ -156,7 +158,7 @@ class ProxySession:
                 # arrives waits behind them, within a bound.
                 self._wait(frames)
             elif frames:
-                self._requests(frames, now, step)
+                self._requests(frames, now, step, self.client_reader.whole)
         except ProtocolError as exc:
             step.to_upstream = []
             step.to_client = []
@@ -179,7 +181,7 @@ class ProxySession:
                 reason="too_many_requests_waiting",
             )
 
-    def _requests(self, frames: list[Frame], now: float, step: ClientStep | UpstreamStep) -> None:
+    def _requests(self, frames: list[Frame], now: float, step: _Step, whole: Whole = None) -> None:
         """Admit and forward requests in order until the in-flight limit is reached; the
         rest wait, in order, for responses to free slots (`_release`)."""
         limit = self.limits.max_in_flight_requests
@@ -229,8 +231,9 @@ class ProxySession:
                     rw = rewrite(frame, result.endpoints, self._cluster_view)
                     out.extend(rw.chunks)
                     continue
-            out.append(_pack_size(len(frame)))
-            out.append(frame)
+            if whole is None:
+                out.append(_pack_size(len(frame)))
+            out.append(frame if whole is None else whole)  # `whole`: one buffer, as read
 
     def _cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         return self.mapping.cluster_address(ep.host, ep.port)
@@ -302,7 +305,8 @@ class ProxySession:
             if not (key == PRODUCE and self._plain_produce(frame, body, req)):
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
                 self._learn(key, walked, step, needed)
-        self._held.append(Held(req, frame, walked, now - req.received))
+        whole = self.upstream_reader.whole  # this response, when it came alone
+        self._held.append(Held(req, frame, walked, now - req.received, whole))
 
     def _learn(self, key: int, walked: WalkResult, step: UpstreamStep, needed: set[int]) -> None:
         # A broker's client listener says where the node is dialled from now on; the

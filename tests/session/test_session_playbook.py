@@ -234,6 +234,29 @@ def test_requests_pass_untouched_and_are_recorded() -> None:
     assert len(s.inflight) == 1
 
 
+def test_a_frame_read_alone_and_unchanged_is_forwarded_as_the_buffer_read() -> None:
+    s = session()
+    request = produce_request(5, acks=1)
+    sent = client(s, request).to_upstream
+    assert len(sent) == 1 and sent[0] is request  # not a new size prefix and a view
+    response = produce_response(5)
+    got = upstream(s, response).to_client
+    assert len(got) == 1 and got[0] is response
+    # Two requests in one read: each is framed anew, and the bytes are the same.
+    both = produce_request(6, acks=1) + produce_request(7, acks=1)
+    assert joined(client(s, both).to_upstream) == both
+    # A response that is rewritten is never the buffer read.
+    mapped = address_map()
+    s = session(mapped)
+    client(s, metadata_request(1))
+    response = metadata_response(1, [(1, "broker-1.kafka.invalid", 9092)])
+    step = upstream(s, response)
+    open_listeners(mapped, step.nodes_needing_listeners)
+    released = s.listeners_opened(LATER).to_client
+    assert all(c is not response for c in released)
+    assert b"kafka.invalid" not in joined(released)
+
+
 def test_byte_by_byte_requests_come_out_whole() -> None:
     s = session()
     frame = metadata_request(5)

@@ -172,6 +172,25 @@ def test_frames_inside_one_chunk_are_views_of_it() -> None:
     assert all(f.obj is chunk for f in frames)  # no copy of a frame that arrived whole
 
 
+def test_whole_is_the_chunk_only_when_it_was_exactly_one_frame() -> None:
+    one = framed(b"body")
+    reader = FrameReader(1000)
+    assert reader.feed(one) == [memoryview(one)[4:]] and reader.whole is one
+    # Two frames, part of a frame, the rest of one, a mutable buffer: nothing to reuse.
+    cases = [[one + one], [one[:3], one[3:]], [one[:6], one[6:] + one], [bytearray(one)]]
+    for chunks in cases:
+        reader = FrameReader(1000)
+        for chunk in chunks:
+            reader.feed(chunk)
+            assert reader.whole is None
+    # A frame at a chunk's start whose chunk also began the next frame.
+    reader = FrameReader(1000)
+    reader.feed(one + one[:2])
+    assert reader.whole is None
+    reader.feed(one[2:])
+    assert reader.whole is None
+
+
 def test_incomplete_frame_is_held_until_complete() -> None:
     reader = FrameReader(1000)
     assert reader.feed(framed(b"hello")[:6]) == []
