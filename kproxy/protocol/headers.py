@@ -20,9 +20,12 @@ class RequestHeader(NamedTuple):
     header_version: int  # 0, 1 or 2; 1 is assumed for an unknown (key, version)
     body_offset: int  # where the body starts in the frame; -1 if unknown
     known: bool  # the (key, version) is in kproxy's API table
+    response_header_version: int = 0  # of its response (0 for an unknown (key, version))
 
 
 def _skip_tagged(frame: memoryview, pos: int) -> int:
+    if pos < len(frame) and frame[pos] == 0:
+        return pos + 1  # no tagged field: nearly every header
     count, pos = read_uvarint(frame, pos)
     for _ in range(count):
         _tag, pos = read_uvarint(frame, pos)
@@ -44,9 +47,11 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
     api_key, api_version, correlation_id = _hhi(frame, 0)
     versions = header_versions(api_key, api_version)
     known = versions is not None
-    header_version = versions[0] if versions is not None else 1
+    header_version, response_version = versions if versions is not None else (1, 0)
     if header_version == 0:
-        return RequestHeader(api_key, api_version, correlation_id, None, 0, 8, known)
+        return RequestHeader(
+            api_key, api_version, correlation_id, None, 0, 8, known, response_version
+        )
     if len(frame) < 10:
         raise MalformedMessage("request header truncated before the client id")
     n = INT16.unpack_from(frame, 8)[0]
@@ -56,7 +61,7 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
         if pos + n > len(frame):
             raise MalformedMessage("request header client id runs past the frame")
         try:
-            client_id = bytes(frame[pos : pos + n]).decode("utf-8")
+            client_id = str(frame[pos : pos + n], "utf-8")
         except UnicodeDecodeError as exc:
             raise MalformedMessage("client id is not UTF-8") from exc
         pos += n
@@ -67,7 +72,14 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
     elif not known:
         pos = -1
     return RequestHeader(
-        api_key, api_version, correlation_id, client_id, header_version, pos, known
+        api_key,
+        api_version,
+        correlation_id,
+        client_id,
+        header_version,
+        pos,
+        known,
+        response_version,
     )
 
 

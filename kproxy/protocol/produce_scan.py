@@ -53,7 +53,11 @@ def _scan(buf: memoryview, pos: int, version: int) -> int:
             pos += 16  # TopicId
         else:
             if flexible:
-                size, pos = read_uvarint(buf, pos)
+                size = buf[pos]
+                if size < 0x80:
+                    pos += 1
+                else:
+                    size, pos = read_uvarint(buf, pos)
                 size -= 1
             else:
                 size, pos = read_int16(buf, pos)[0], pos + 2
@@ -90,7 +94,11 @@ def _scan(buf: memoryview, pos: int, version: int) -> int:
 
 def _count(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     if flexible:
-        count, pos = read_uvarint(buf, pos)
+        count = buf[pos]
+        if count < 0x80:  # a one-byte varint: every count below 127
+            pos += 1
+        else:
+            count, pos = read_uvarint(buf, pos)
         if count == 0:
             raise MalformedMessage("null array")
         return count - 1, pos

@@ -18,7 +18,11 @@ def produce_acks(frame: memoryview, body_offset: int, version: int) -> int:
         pos = body_offset
         if version >= 3:
             if version >= 9:  # flexible: compact nullable string
-                n, pos = read_uvarint(frame, pos)
+                n = frame[pos]
+                if n < 0x80:  # one byte: null or shorter than 127
+                    pos += 1
+                else:
+                    n, pos = read_uvarint(frame, pos)
                 n -= 1
             else:
                 n = read_int16(frame, pos)[0]

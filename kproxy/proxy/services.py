@@ -131,8 +131,10 @@ class ConnectionServices:
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
         """Hand what a step forwarded to the observer: after the write, never before
         (requests that waited for a slot and went out with it included)."""
-        self.discovery.mark_reached()
-        self.observe_requests(step.requests)
+        if not self.discovery.reached:
+            self.discovery.mark_reached()
+        if step.requests:
+            self.observe_requests(step.requests)
         obs = self.observer
         for seen in step.responses:
             key = seen.api_key

@@ -34,7 +34,6 @@ from kproxy.protocol.apis import (
     SASL_HANDSHAKE,
     WALKED_REQUESTS,
     api_name,
-    header_versions,
 )
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import UnsupportedVersion
@@ -136,16 +135,14 @@ def admit(
     check_request(hdr, refused_apis)
     if not whole and key in WALKED_REQUESTS:
         return None
-    versions = header_versions(key, hdr.api_version)
-    assert versions is not None  # check_request refused unknown versions
-    admitted.append((key, size))
+    admitted.append((key, size))  # known: check_request refused unknown versions
     # Produce with acks=0 expects no response: it must not hold an in-flight slot.
     expects_response = not (
         key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0
     )
     inflight.add(
         hdr.correlation_id,
-        InFlight(key, hdr.api_version, versions[1], hdr.client_id, now),
+        InFlight(key, hdr.api_version, hdr.response_header_version, hdr.client_id, now),
         expects_response,
     )
     return hdr

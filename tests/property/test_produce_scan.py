@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import sys
+import uuid
 from typing import Any
 
 import pytest
@@ -135,3 +136,34 @@ def test_versions_the_scan_does_not_know_are_never_plain() -> None:
     assert produce_response_is_plain(frame, body, 9)
     assert not produce_response_is_plain(frame, body, 14)
     assert not produce_response_is_plain(frame, body, 2)
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 9])
+@pytest.mark.parametrize("count", [1, 126, 127, 300])
+def test_names_and_counts_past_a_one_byte_varint(version: int, count: int) -> None:
+    # Compact lengths and counts of 127 or more take two varint bytes.
+    cls = kio_message_class(PRODUCE, version, "response")
+    assert cls is not None
+    module = sys.modules[cls.__module__]
+    names = {f.name for f in dataclasses.fields(module.PartitionProduceResponse)}
+    given_fields: dict[str, Any] = {
+        "error_code": ErrorCode.none,
+        "base_offset": 7,
+        "log_append_time": None,
+        "log_start_offset": 0,
+        "record_errors": (),
+        "error_message": None,
+    }
+    if "current_leader" in names:
+        given_fields["current_leader"] = module.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+    kwargs = {k: v for k, v in given_fields.items() if k in names}
+    parts = tuple(module.PartitionProduceResponse(index=i, **kwargs) for i in range(count))
+    topic_names = {f.name for f in dataclasses.fields(module.TopicProduceResponse)}
+    named: dict[str, Any] = (
+        {"name": "t" * count} if "name" in topic_names else {"topic_id": uuid.uuid4()}
+    )
+    topic = module.TopicProduceResponse(**named, partition_responses=parts)
+    msg = cls(responses=(topic,), throttle_time=datetime.timedelta(0))
+    assert scan(msg, version)[0]
+    for what, spoiled in spoilers(msg):
+        assert not scan(spoiled, version)[0], what

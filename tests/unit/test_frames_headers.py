@@ -8,12 +8,14 @@ parses, including keys and versions kproxy does not know.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import struct
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kio.schema.produce.v10.request import ProduceRequest as ProduceRequestV10
 
 from kproxy.protocol.errors import (
     FrameTooLarge,
@@ -28,6 +30,8 @@ from kproxy.protocol.headers import (
     parse_response_header,
     response_correlation_id,
 )
+from kproxy.protocol.requests import produce_acks
+from tests.kio_support import encode_request_frame
 
 
 def framed(body: bytes) -> bytes:
@@ -315,3 +319,20 @@ def test_response_without_correlation_id(frame: bytes) -> None:
         parse_response_header(memoryview(frame), 0)
     with pytest.raises(MalformedMessage):
         response_correlation_id(memoryview(frame))
+
+
+@pytest.mark.parametrize("id_length", [None, 0, 5, 126, 127, 200, 20_000])
+@pytest.mark.parametrize("acks", [-1, 0, 1])
+def test_produce_acks_after_a_transactional_id_of_any_length(
+    id_length: int | None, acks: int
+) -> None:
+    # Flexible Produce (v9+): the id's length is a varint of one byte below 127, more above.
+    msg = ProduceRequestV10(
+        transactional_id=None if id_length is None else "t" * id_length,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=1),
+        topic_data=(),
+    )
+    frame = memoryview(encode_request_frame(msg, 1, "producer"))[4:]
+    hdr = parse_request_header(frame)
+    assert produce_acks(frame, hdr.body_offset, hdr.api_version) == acks
