@@ -89,6 +89,11 @@ class FrameReader:
         # then sent as that one buffer, not as a new size prefix and a view.
         self.whole: bytes | None = None
 
+    def take_whole(self) -> bytes | None:
+        """`whole`, let go of: an idle connection must not keep its last chunk alive."""
+        whole, self.whole = self.whole, None
+        return whole
+
     @property
     def buffered(self) -> int:
         """Bytes of an incomplete frame read so far, its size prefix included."""

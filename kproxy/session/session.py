@@ -5,11 +5,10 @@ that carry endpoints mapped back to the cluster's own addresses); responses flow
 upstream -> client, walked when their (api, version) can carry endpoints or leadership,
 rewritten so that only kproxy addresses reach the client.
 
-A response that names a node kproxy has no listener for yet is held back: the step
-lists the nodes, the runtime opens their listeners, and `listeners_opened` rewrites and
-releases what was held. So a client told about a new node can connect to it at once
-(its connection is queued by the kernel), and in the OS-chosen port mode the port it
-is told is the port the listener really got.
+A response that names a node kproxy has no listener for yet is held back: the step lists
+the nodes, the runtime opens their listeners, and `listeners_opened` rewrites and releases
+what was held. So a client told about a new node can connect to it at once (the kernel
+queues it), and in the OS-chosen port mode the port it is told is the one really got.
 """
 
 from __future__ import annotations
@@ -153,12 +152,13 @@ class ProxySession:
         waited = self._waiting_requests() if self._waiting else 0
         try:
             frames = self.client_reader.feed_through(data)
+            whole = self.client_reader.take_whole()
             if self._waiting:
                 # Reading should be paused while requests wait for a slot; whatever still
                 # arrives waits behind them, within a bound.
                 self._wait(frames)
             elif frames:
-                self._requests(frames, now, step, self.client_reader.whole)
+                self._requests(frames, now, step, whole)
         except ProtocolError as exc:
             step.to_upstream = []
             step.to_client = []
@@ -305,7 +305,7 @@ class ProxySession:
             if not (key == PRODUCE and self._plain_produce(frame, body, req)):
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
                 self._learn(key, walked, step, needed)
-        whole = self.upstream_reader.whole  # this response, when it came alone
+        whole = self.upstream_reader.take_whole()  # this response, when it came alone
         self._held.append(Held(req, frame, walked, now - req.received, whole))
 
     def _learn(self, key: int, walked: WalkResult, step: UpstreamStep, needed: set[int]) -> None:

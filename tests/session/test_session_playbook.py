@@ -242,6 +242,8 @@ def test_a_frame_read_alone_and_unchanged_is_forwarded_as_the_buffer_read() -> N
     response = produce_response(5)
     got = upstream(s, response).to_client
     assert len(got) == 1 and got[0] is response
+    # An idle connection keeps neither chunk alive.
+    assert s.client_reader.whole is None and s.upstream_reader.whole is None
     # Two requests in one read: each is framed anew, and the bytes are the same.
     both = produce_request(6, acks=1) + produce_request(7, acks=1)
     assert joined(client(s, both).to_upstream) == both
