@@ -92,7 +92,7 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
     metrics = wl["metrics"]
     primary = metrics[0]["key"]
     header = ["path", *(f"{m['label']} ({m['unit']})" for m in metrics), "ratio to direct",
-              "CPU us/message", "CPU us/request", "CPU s/GB"]  # fmt: skip
+              "CPU us/message", "user us/message", "CPU us/request", "CPU s/GB"]  # fmt: skip
     rows = [header]
     direct = series(runs, "direct", primary, rounds)
     for path in results["paths"]:
@@ -100,13 +100,16 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
         row += [_span(summarize(series(runs, path, m["key"], rounds)), ",.2f") for m in metrics]
         ratio = ratio_summary(series(runs, path, primary, rounds), direct)
         row.append("-" if path == "direct" else _span(ratio, ".2f"))
-        # Any proxy's CPU (haproxy's too) over the messages the workload moved.
-        cpu = series(runs, path, "cpu_seconds", rounds, "proxy")
+        # Any proxy's CPU (haproxy's too) over the messages the workload moved, and of it
+        # user space: the proxy's own code (the rest is the kernel's, its syscalls).
         messages = series(runs, path, "messages", rounds)
-        per_message = [
-            c / m * 1e6 if c is not None and m else None for c, m in zip(cpu, messages, strict=True)
-        ]
-        row.append("-" if path == "direct" else _span(summarize(per_message), ".1f"))
+        for key in ("cpu_seconds", "cpu_user_seconds"):
+            cpu = series(runs, path, key, rounds, "proxy")
+            per_message = [
+                c / m * 1e6 if c is not None and m else None
+                for c, m in zip(cpu, messages, strict=True)
+            ]
+            row.append("-" if path == "direct" else _span(summarize(per_message), ".1f"))
         per_100k = summarize(series(runs, path, "cpu_s_per_100k_requests", rounds, "kproxy"))
         us = {k: (v * 10 if isinstance(v, float) else v) for k, v in per_100k.items()}
         row.append(_span(us, ".1f") if path in KPROXY_PATHS else "-")

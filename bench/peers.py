@@ -68,13 +68,19 @@ class Unavailable(RuntimeError):
 # ---------------------------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` (all its threads), in seconds."""
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(utime, stime) of ``pid`` (all its threads), in seconds: user space, and the
+    kernel working for it (its syscalls, and on loopback the peer's TCP receive too)."""
     with open(f"/proc/{pid}/stat") as fh:
         text = fh.read()
     # The command name (field 2) may contain spaces: split after its closing paren.
     fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` (all its threads), in seconds."""
+    return sum(cpu_times(pid))
 
 
 def memory_kb(pid: int) -> dict[str, int]:

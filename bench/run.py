@@ -37,6 +37,7 @@ from bench.peers import (
     KproxyPeer,
     Unavailable,
     cpu_seconds,
+    cpu_times,
     grepplabs_version,
     haproxy_version,
     java_version,
@@ -571,6 +572,7 @@ class Harness:
             m0 = kp.metrics() if kp is not None else None
             if pid is not None:
                 reset_peak_rss(pid)
+                user0 = cpu_times(pid)[0]
                 cpu0 = cpu_seconds(pid)
                 rss0 = memory_kb(pid).get("VmRSS", 0)
             if self.opts.profile_dir is not None and kp is not None and pid is not None:
@@ -582,10 +584,12 @@ class Harness:
                 profiler = None
             if pid is not None:
                 cpu = cpu_seconds(pid) - cpu0
+                user = cpu_times(pid)[0] - user0
                 mem = memory_kb(pid)
                 payload = float(result.get("bytes") or 0)
                 proxy_rec: dict[str, Any] = {
                     "cpu_seconds": round(cpu, 3),
+                    "cpu_user_seconds": round(user, 3),  # of cpu_seconds, in user space
                     "rss_before_mb": round(rss0 / 1024, 1),
                     "rss_mb": round(mem.get("VmRSS", 0) / 1024, 1),
                     "peak_rss_mb": round(mem.get("VmHWM", 0) / 1024, 1),

@@ -1,5 +1,6 @@
 """`python -m bench ab`'s summary: medians and spreads per path, the ratio to direct
-taken round by round, and kproxy's CPU per request in microseconds."""
+taken round by round, any proxy's CPU (and of it user space) per message, and kproxy's
+CPU per request in microseconds."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ def run(path: str, r: int, p50: float, cpu_100k: float | None = None) -> dict[st
     record: dict[str, Any] = {"round": r, "path": path, "ok": True, "result": result}
     if cpu_100k is not None:
         record["kproxy"] = {"cpu_s_per_100k_requests": cpu_100k, "cpu_s_per_gb_wire": 0.5}
-        record["proxy"] = {"cpu_seconds": cpu_100k / 100}
+        record["proxy"] = {"cpu_seconds": cpu_100k / 100, "cpu_user_seconds": cpu_100k / 400}
     return record
 
 
@@ -34,8 +35,9 @@ def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() ->
         },
     }
     header, direct, kproxy = (line.split("  ") for line in summary_lines(results, "latency"))
-    assert [c.strip() for c in header if c.strip()][-3:] == [
+    assert [c.strip() for c in header if c.strip()][-4:] == [
         "CPU us/message",
+        "user us/message",
         "CPU us/request",
         "CPU s/GB",
     ]
@@ -44,6 +46,7 @@ def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() ->
     assert cells[1] == "0.45 [0.30-0.60]"
     assert cells[2] == "1.50 [1.50-1.50]"  # 0.3/0.2 and 0.6/0.4: the drift cancels
     assert cells[3] == "160.0 [150.0-170.0]"  # 0.17 s over 1,000 messages: 170 us
-    assert cells[4] == "160.0 [150.0-170.0]"  # seconds per 100k requests -> us per request
-    assert cells[5] == "0.500 [0.500-0.500]"
-    assert [c.strip() for c in direct if c.strip()][2:] == ["-", "-", "-", "-"]
+    assert cells[4] == "40.0 [37.5-42.5]"  # of it in user space: 0.0425 s over 1,000
+    assert cells[5] == "160.0 [150.0-170.0]"  # seconds per 100k requests -> us per request
+    assert cells[6] == "0.500 [0.500-0.500]"
+    assert [c.strip() for c in direct if c.strip()][2:] == ["-", "-", "-", "-", "-"]
