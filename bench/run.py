@@ -36,7 +36,6 @@ from bench.peers import (
     REPO,
     KproxyPeer,
     Unavailable,
-    cpu_seconds,
     cpu_times,
     grepplabs_version,
     haproxy_version,
@@ -572,8 +571,7 @@ class Harness:
             m0 = kp.metrics() if kp is not None else None
             if pid is not None:
                 reset_peak_rss(pid)
-                user0 = cpu_times(pid)[0]
-                cpu0 = cpu_seconds(pid)
+                user0, kernel0 = cpu_times(pid)
                 rss0 = memory_kb(pid).get("VmRSS", 0)
             if self.opts.profile_dir is not None and kp is not None and pid is not None:
                 name = f"{wl.name}-{path}-r{r}.txt"
@@ -583,8 +581,9 @@ class Harness:
                 profiler.stop()
                 profiler = None
             if pid is not None:
-                cpu = cpu_seconds(pid) - cpu0
-                user = cpu_times(pid)[0] - user0
+                user, kernel = cpu_times(pid)
+                user -= user0
+                cpu = user + kernel - kernel0
                 mem = memory_kb(pid)
                 payload = float(result.get("bytes") or 0)
                 proxy_rec: dict[str, Any] = {

@@ -20,7 +20,7 @@ class RequestHeader(NamedTuple):
     header_version: int  # 0, 1 or 2; 1 is assumed for an unknown (key, version)
     body_offset: int  # where the body starts in the frame; -1 if unknown
     known: bool  # the (key, version) is in kproxy's API table
-    response_header_version: int = 0  # of its response (0 for an unknown (key, version))
+    response_header_version: int  # of its response (0 for an unknown (key, version))
 
 
 def _skip_tagged(frame: memoryview, pos: int) -> int:

@@ -50,4 +50,4 @@ class Held(NamedTuple):
     upstream_seconds: float
     # The chunk read from the broker, when it was this response and nothing else: sent
     # as it came when nothing in the response changes (`FrameReader.whole`).
-    whole: bytes | None = None
+    whole: bytes | None
