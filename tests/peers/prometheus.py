@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -60,7 +61,16 @@ class Prometheus:
     def start(self) -> Self:
         self.process.start()
         wait_for_port(LOOPBACK, self.port, 30, alive=lambda: self.process.running)
+        # The port opens before the storage does; until then the API answers 503.
+        wait_until(self._ready, 30, what="Prometheus ready")
         return self
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{LOOPBACK}:{self.port}/-/ready", timeout=5):
+                return True
+        except urllib.error.HTTPError:
+            return False
 
     def api(self, path: str, **params: str) -> Any:
         url = f"http://{LOOPBACK}:{self.port}/api/v1/{path}?{urllib.parse.urlencode(params)}"
