@@ -81,10 +81,6 @@ def check_request(hdr: RequestHeader, refused_apis: frozenset[int]) -> None:
         )
 
 
-def is_unknown_api_versions(hdr: RequestHeader) -> bool:
-    return hdr.api_key == API_VERSIONS and not hdr.known
-
-
 def api_versions_fallback(correlation_id: int) -> bytes:
     """UNSUPPORTED_VERSION in an ApiVersions v0 body (header v0), naming kproxy's range."""
     low, high = SUPPORTED[API_VERSIONS]
@@ -130,7 +126,7 @@ def admit(
     """
     hdr = parse_request_header(frame)
     key = hdr.api_key
-    if is_unknown_api_versions(hdr) and whole and not inflight:
+    if key == API_VERSIONS and not hdr.known and whole and not inflight:
         return None
     check_request(hdr, refused_apis)
     if not whole and key in WALKED_REQUESTS:

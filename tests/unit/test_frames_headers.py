@@ -13,7 +13,7 @@ import itertools
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from kio.schema.produce.v10.request import ProduceRequest as ProduceRequestV10
 
@@ -139,6 +139,39 @@ def test_cut_through_hands_over_every_byte_once_in_order(
     assert current is None
     assert got == bodies
     assert reader.buffered == 0
+
+
+_CHUNK = st.one_of(
+    st.binary(max_size=40).map(framed),  # exactly one frame: feed_through's shortcut
+    st.integers(41, 60).map(lambda n: framed(b"o" * n)),  # one frame, over the limit
+    st.tuples(st.binary(max_size=30), st.integers(0, 33)).map(lambda t: framed(t[0])[: t[1]]),
+    st.binary(max_size=12),  # anything: parts of frames, short chunks, bad sizes
+    st.lists(st.binary(max_size=20), min_size=2, max_size=3).map(
+        lambda bodies: b"".join(framed(b) for b in bodies)
+    ),
+    st.sampled_from([b"GET / HTTP/1.1\r\n", b"\x16\x03\x01\x02\x00\x01"]),
+)
+
+
+@given(st.booleans(), st.lists(_CHUNK, max_size=12))
+@example(True, [framed(b"abc")[:5], framed(b"xy")])  # a whole-looking chunk mid-frame
+def test_feed_through_without_streaming_is_feed(one_first: bool, chunks: list[bytes]) -> None:
+    """The shortcut for a chunk that is exactly one frame gives what the general path
+    gives: the same frames, `whole`, buffered count and errors, whatever came before
+    (the first frame included: only the general path looks for another protocol)."""
+    fast, plain = FrameReader(40), FrameReader(40)
+    for chunk in [framed(b"first")] * one_first + chunks:
+        try:
+            expected = [bytes(f) for f in plain.feed(chunk)]
+        except ProtocolError as exc:
+            with pytest.raises(type(exc)):
+                fast.feed_through(chunk)
+            return
+        items = fast.feed_through(chunk)
+        assert all(type(f) is memoryview for f in items)
+        assert [bytes(f) for f in items if isinstance(f, memoryview)] == expected
+        assert fast.whole is plain.whole
+        assert fast.buffered == plain.buffered
 
 
 def test_gather_only_after_a_frame_start() -> None:
