@@ -259,14 +259,18 @@ def test_killed_leader_is_replaced_through_kproxy(
         for api in ("BeginQuorumEpoch", "Fetch", "Vote", "EndQuorumEpoch")
     )
     assert total > changes
-    events = [
-        e
-        for e in read_event_files(kproxy.tmp / "events")
-        if e["type"] == "leader_change" and e["topic"] == "__cluster_metadata"
-    ]
-    assert any(
-        e["new_leader"] == after["leader"] and e["new_epoch"] == after["epoch"] for e in events
-    ), events
+
+    def leader_change_logged() -> bool:
+        # The event log writes its files on a clock (kproxy.events.DRAIN_SECONDS).
+        return any(
+            e["type"] == "leader_change"
+            and e["topic"] == "__cluster_metadata"
+            and e["new_leader"] == after["leader"]
+            and e["new_epoch"] == after["epoch"]
+            for e in read_event_files(kproxy.tmp / "events")
+        )
+
+    wait_until(leader_change_logged, 10, what="the new quorum leader in the event log")
     status = quorum.metadata_quorum("describe", "--status")
     assert f"LeaderId:               {after['leader']}" in status, status
     # The old leader comes back as a follower and catches up, through kproxy.
