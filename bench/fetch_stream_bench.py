@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import json
 import multiprocessing
 import socket
@@ -31,10 +30,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kio.schema.fetch.v17 import request as fetch_req
-
 from bench.stats import summarize
-from tests.kio_support import encode_request_frame
+from tests.kio_support import fetch_v17_request
 from tests.kproxy_process import KproxyProcess
 from tests.scripted_broker import ScriptedBroker
 from tests.session.test_session_streaming import fetch_response
@@ -49,31 +46,6 @@ def parse_size(text: str) -> int:
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
-def fetch_request(corr: int) -> bytes:
-    partition = fetch_req.FetchPartition(
-        partition=0,
-        current_leader_epoch=-1,
-        fetch_offset=0,
-        last_fetched_epoch=-1,
-        log_start_offset=-1,
-        partition_max_bytes=1 << 30,
-    )
-    msg = fetch_req.FetchRequest(
-        cluster_id=None,
-        replica_state=fetch_req.ReplicaState(replica_id=-1, replica_epoch=-1),
-        max_wait=datetime.timedelta(0),
-        min_bytes=1,
-        max_bytes=1 << 30,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(fetch_req.FetchTopic(topic_id=TOPIC_ID, partitions=(partition,)),),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-    return encode_request_frame(msg, corr, "fetch-bench")
-
-
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:
     out = bytearray()
     while len(out) < n:
@@ -86,7 +58,7 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
 
 def one_fetch(sock: socket.socket, corr: int) -> tuple[float, float]:
     """(seconds to the first byte, seconds to the last byte) of one Fetch."""
-    frame = fetch_request(corr)
+    frame = fetch_v17_request(corr, TOPIC_ID, "fetch-bench")
     start = time.perf_counter()
     sock.sendall(frame)
     head = sock.recv(4)

@@ -217,8 +217,15 @@ class KproxyPeer(LoopbackPeer):
 
     def start(self) -> KproxyPeer:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self.config
+        if not _has_event_loop_setting(self.source):
+            # A baseline from before `runtime.event_loop` (f3a28f3): it refuses the key
+            # and runs on uvloop whenever uvloop is installed.
+            if self.loop != "uvloop":
+                raise RuntimeError(f"{self.name}: {self.source} can only run on uvloop")
+            config = {k: v for k, v in config.items() if k != "runtime"}
         cfg = self.workdir / "kproxy.yaml"
-        cfg.write_text(yaml.safe_dump(self.config))
+        cfg.write_text(yaml.safe_dump(config))
         env = dict(os.environ)
         env["PYTHONPATH"] = str(self.source) + os.pathsep + env.get("PYTHONPATH", "")
         argv = [sys.executable, "-m", "kproxy", "run", "--config", str(cfg)]
@@ -270,6 +277,12 @@ class KproxyPeer(LoopbackPeer):
                 if key is not None:
                     out[key] += sample.value
         return out
+
+
+def _has_event_loop_setting(source: Path) -> bool:
+    """Whether the kproxy in `source` takes `runtime.event_loop` (bench ab baselines
+    may be older)."""
+    return any("event_loop" in p.read_text() for p in (source / "kproxy").glob("config*.py"))
 
 
 # ---------------------------------------------------------------------------------------

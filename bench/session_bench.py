@@ -7,6 +7,18 @@ The sans-IO session (`kproxy.session.ProxySession`) is given a Produce v10 reque
 other: the work kproxy does on every small produce round trip (framing, header, the
 in-flight table, the response walk, the forward) and nothing the kernel does.
 
+The same pair is also measured through the runtime's connection glue as
+`kproxy run` builds it (`ClientConnection` and `UpstreamConnection` over the real
+services, observer, metrics and event log), with transports that drop what they are
+given: everything kproxy's own Python does per round trip except the event loop and the
+syscalls.
+
+``--instructions`` counts instead of timing: the machine instructions one pair takes, as
+valgrind's callgrind counts them (a run of N pairs less a run of none, after the same
+warm-up). The count does not move with the machine's neighbours, so two revisions
+compare to a fraction of a percent where their timings swing by half (it needs
+valgrind: ``apt-get install valgrind``; about two minutes).
+
 ``--compiled`` also builds the hot path with mypyc (``KPROXY_COMPILE=1``, setup.py) in a
 temporary copy of the source and measures it there, in a subprocess, beside the pure
 Python figure. Each figure is the median of ``--repeat`` timed runs (each long enough to
@@ -19,6 +31,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,13 +86,106 @@ def session_pair() -> Callable[[], object]:
     return run
 
 
+class _DroppingTransport:
+    """What the connection glue calls on a transport, keeping nothing."""
+
+    def writelines(self, chunks: object) -> None:
+        pass
+
+    def write(self, data: object) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+    def set_write_buffer_limits(self, high: int) -> None:
+        pass
+
+    def get_extra_info(self, name: str) -> object:
+        return ("127.0.0.1", 50000) if name == "peername" else None
+
+
+def runtime_pair(events_dir: Path) -> Callable[[], object]:
+    """One client connection and its broker side, as `kproxy run` builds them."""
+    from prometheus_client import CollectorRegistry
+
+    from kproxy.config import parse_config
+    from kproxy.observability import Observability
+    from kproxy.proxy.client import ClientConnection
+    from kproxy.proxy.proxy import Proxy
+    from kproxy.proxy.upstream import UpstreamConnection
+
+    settings = parse_config(
+        {
+            "cluster": {"bootstrap_servers": ["b.invalid:9092"]},
+            "events": {"dir": str(events_dir)},
+        }
+    )
+    observer = Observability(settings, registry=CollectorRegistry())
+    proxy = Proxy(settings, observer)
+    client = ClientConnection(proxy.services, "bootstrap", None)
+    client.connection_made(_DroppingTransport())  # type: ignore[arg-type]
+    upstream = UpstreamConnection(client)
+    upstream.connection_made(_DroppingTransport())  # type: ignore[arg-type]
+    client.upstream = upstream
+    client.dialled = True
+    request, response = produce_pair()
+
+    def run() -> object:
+        client.data_received(request)
+        upstream.data_received(response)
+        return None
+
+    return run
+
+
 def measure(repeat: int) -> dict[str, object]:
     import kproxy.session.session as module
 
+    with tempfile.TemporaryDirectory(prefix="kproxy-session-bench-") as events:
+        runtime = seconds_per_call(runtime_pair(Path(events)), repeat)
     return {
         "us_per_pair": seconds_per_call(session_pair(), repeat) * 1e6,
+        "runtime_us_per_pair": runtime * 1e6,
         "compiled": not str(module.__file__).endswith(".py"),
     }
+
+
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def _run_pairs(which: str, count: int) -> None:
+    """Warm up, then `count` pairs of `which` (the process valgrind counts)."""
+    with tempfile.TemporaryDirectory(prefix="kproxy-session-bench-") as events:
+        run = runtime_pair(Path(events)) if which == "runtime" else session_pair()
+        for _ in range(200 + count):
+            run()
+
+
+def instructions_per_pair(which: str, pairs: int = 3000) -> int:
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+
+    def collected(count: int) -> int:
+        argv = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                "-m", "bench.session_bench", "--run-pairs", which, str(count)]  # fmt: skip
+        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=True)
+        found = _COLLECTED.search(proc.stderr)
+        if found is None:
+            raise RuntimeError(f"no instruction count from callgrind: {proc.stderr[-500:]}")
+        return int(found.group(1))
+
+    return (collected(pairs) - collected(0)) // pairs
 
 
 def measure_compiled(repeat: int) -> dict[str, object]:
@@ -108,14 +214,29 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--compiled", action="store_true", help="also measure a mypyc build")
+    ap.add_argument(
+        "--instructions", action="store_true", help="count instructions (valgrind) instead"
+    )
     ap.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--run-pairs", nargs=2, metavar=("WHICH", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.run_pairs:
+        _run_pairs(args.run_pairs[0], int(args.run_pairs[1]))
+        return 0
+    if args.instructions:
+        for which in ("session", "runtime"):
+            print(f"{which}: {instructions_per_pair(which):,} instructions per pair")
+        return 0
     here = measure(args.repeat)
     if args.json_only:
         print(json.dumps(here))
         return 0
     kind = "compiled" if here["compiled"] else "pure Python"
     print(f"session, Produce v10 request + response: {here['us_per_pair']:.2f} us ({kind})")
+    print(
+        "runtime glue, observer and metrics included: "
+        f"{here['runtime_us_per_pair']:.2f} us ({kind})"
+    )
     if args.compiled:
         built = measure_compiled(args.repeat)
         assert built["compiled"], "the mypyc build was not the one imported"

@@ -14,7 +14,8 @@ buckets (`kproxy.metric_specs`).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -22,6 +23,9 @@ from prometheus_client.utils import floatToGoString
 
 from kproxy.metric_specs import BYTES, FRAMES, REQUEST_DURATION, UPSTREAM_DURATION, MetricSpec
 from kproxy.protocol.apis import api_name
+
+if TYPE_CHECKING:
+    from kproxy.session.steps import ResponseSeen
 
 __all__ = ["HOT_PATH_SPECS", "HotPathMetrics"]
 
@@ -53,12 +57,38 @@ class HotPathMetrics(Collector):
             raise ValueError("the two latency histograms must share their buckets")
 
     # -- the hot path ------------------------------------------------------------------
+    def count_frames(self, direction: str, frames: Iterable[tuple[int, int]]) -> None:
+        """Frames of (api key, size) that went out in one direction."""
+        counts_of = self.frames
+        for api_key, size in frames:
+            counts = counts_of.get((api_key, direction))
+            if counts is None:
+                counts = counts_of[(api_key, direction)] = [0, 0]
+            counts[0] += 1
+            counts[1] += size
+
+    def responses(self, responses: Iterable[ResponseSeen], done: float) -> None:
+        """Each response's frame and latencies, all written to the client at `done`: one
+        call for what a read from the broker released."""
+        counts_of, latency_of, bounds = self.frames, self.latency, self.bounds
+        for seen in responses:
+            key = seen.api_key
+            counts = counts_of.get((key, "response"))
+            if counts is None:
+                counts = counts_of[(key, "response")] = [0, 0]
+            counts[0] += 1
+            counts[1] += seen.size
+            latency = latency_of.get(key)
+            if latency is None:
+                latency = latency_of[key] = _Latency(len(bounds))
+            total, upstream = done - seen.received, seen.upstream_seconds
+            latency.total_buckets[bisect_left(bounds, total)] += 1
+            latency.total_sum += total
+            latency.upstream_buckets[bisect_left(bounds, upstream)] += 1
+            latency.upstream_sum += upstream
+
     def frame(self, api_key: int, direction: str, size: int) -> None:
-        counts = self.frames.get((api_key, direction))
-        if counts is None:
-            counts = self.frames[(api_key, direction)] = [0, 0]
-        counts[0] += 1
-        counts[1] += size
+        self.count_frames(direction, ((api_key, size),))
 
     def response(self, api_key: int, total_seconds: float, upstream_seconds: float) -> None:
         latency = self.latency.get(api_key)

@@ -31,6 +31,7 @@ from kproxy.metrics import KproxyMetrics
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.proxy.observer import ProxyObserver
+from kproxy.session.steps import ResponseSeen
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -193,16 +194,37 @@ class Observability(ProxyObserver):
         self.hot.response(api_key, total_seconds, upstream_seconds)
         rate = self.sample_rate
         if rate > 0.0 and client_id != self.own_client_id and self._sample() < rate:
-            self._emit(
-                REQUEST_SAMPLE,
-                {
-                    "api": api_name(api_key),
-                    "version": version,
-                    "client_id": client_id,
-                    "total_ms": round(total_seconds * 1000.0, 3),
-                    "upstream_ms": round(upstream_seconds * 1000.0, 3),
-                },
-            )
+            self._request_sample(api_key, version, client_id, total_seconds, upstream_seconds)
+
+    # What every read forwards: one call each way, not one per frame (kproxy.hot_metrics).
+    def requests_forwarded(self, requests: list[tuple[int, int]]) -> None:
+        self.hot.count_frames("request", requests)
+
+    def responses_forwarded(self, responses: list[ResponseSeen], done: float) -> None:
+        self.hot.responses(responses, done)
+        rate = self.sample_rate
+        if rate > 0.0:
+            sample, own = self._sample, self.own_client_id
+            for seen in responses:
+                if seen.client_id != own and sample() < rate:
+                    total = done - seen.received
+                    self._request_sample(
+                        seen.api_key, seen.version, seen.client_id, total, seen.upstream_seconds
+                    )
+
+    def _request_sample(
+        self, key: int, version: int, client: str | None, total: float, upstream: float
+    ) -> None:
+        self._emit(
+            REQUEST_SAMPLE,
+            {
+                "api": api_name(key),
+                "version": version,
+                "client_id": client,
+                "total_ms": round(total * 1000.0, 3),
+                "upstream_ms": round(upstream * 1000.0, 3),
+            },
+        )
 
     def leaders(
         self,

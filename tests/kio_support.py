@@ -216,6 +216,35 @@ def encode_request_frame(msg: Any, correlation_id: int, client_id: str | None) -
     return struct.pack(">i", len(payload)) + payload
 
 
+def fetch_v17_request(correlation_id: int, topic_id: uuid.UUID, client_id: str) -> bytes:
+    """A consumer's Fetch v17 of partition 0 of `topic_id` from offset 0, answered at
+    once with everything there is (no wait, no size limit worth the name)."""
+    from kio.schema.fetch.v17 import request as fetch
+
+    partition = fetch.FetchPartition(
+        partition=0,
+        current_leader_epoch=-1,
+        fetch_offset=0,
+        last_fetched_epoch=-1,
+        log_start_offset=-1,
+        partition_max_bytes=1 << 30,
+    )
+    msg = fetch.FetchRequest(
+        cluster_id=None,
+        replica_state=fetch.ReplicaState(replica_id=-1, replica_epoch=-1),
+        max_wait=datetime.timedelta(0),
+        min_bytes=1,
+        max_bytes=1 << 30,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(fetch.FetchTopic(topic_id=topic_id, partitions=(partition,)),),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    return encode_request_frame(msg, correlation_id, client_id)
+
+
 def _unframe(frame: bytes) -> bytes:
     if len(frame) < 4:
         raise ValueError("frame shorter than its 4-byte size prefix")

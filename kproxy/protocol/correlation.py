@@ -33,7 +33,9 @@ class CorrelationTable(Generic[T]):
 
     def __init__(self, max_unanswered: int = 1024) -> None:
         self._expected: dict[int, tuple[int, T]] = {}
-        self._unanswered: OrderedDict[int, tuple[int, T]] = OrderedDict()
+        # Made at the first acks=0 request: most connections never send one, and an
+        # empty OrderedDict is ~140 bytes an idle connection would hold.
+        self._unanswered: OrderedDict[int, tuple[int, T]] | None = None
         self._max_unanswered = max_unanswered
         self._seq = 0
         self._overflowed = False
@@ -49,22 +51,25 @@ class CorrelationTable(Generic[T]):
         if expects_response:
             self._expected[correlation_id] = (self._seq, entry)
             return
-        self._unanswered.pop(correlation_id, None)
-        self._unanswered[correlation_id] = (self._seq, entry)
+        unanswered = self._unanswered
+        if unanswered is None:
+            unanswered = self._unanswered = OrderedDict()
+        unanswered.pop(correlation_id, None)
+        unanswered[correlation_id] = (self._seq, entry)
         self._latest_unanswered = entry
-        if len(self._unanswered) > self._max_unanswered:
-            self._unanswered.popitem(last=False)
+        if len(unanswered) > self._max_unanswered:
+            unanswered.popitem(last=False)
             self._overflowed = True
 
     def pop(self, correlation_id: int) -> T | None:
         """The request a response answers, or None if no request is waiting for it."""
         item = self._expected.pop(correlation_id, None)
+        unanswered = self._unanswered
         if item is None:
-            item = self._unanswered.pop(correlation_id, None)
+            item = None if unanswered is None else unanswered.pop(correlation_id, None)
             if item is None:
                 return self._latest_unanswered if self._overflowed else None
         seq = item[0]
-        unanswered = self._unanswered
         while unanswered:
             first = next(iter(unanswered.values()))
             if first[0] > seq:
@@ -83,4 +88,4 @@ class CorrelationTable(Generic[T]):
 
     @property
     def unanswered(self) -> int:
-        return len(self._unanswered)
+        return 0 if self._unanswered is None else len(self._unanswered)

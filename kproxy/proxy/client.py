@@ -25,6 +25,28 @@ _now = time.perf_counter
 class ClientConnection(asyncio.Protocol):
     """The client side of a proxied connection; owns its upstream side."""
 
+    # Slots: an idle connection's attributes cost a fixed array instead of a dict.
+    __slots__ = (
+        "_dial_task",
+        "_pending",
+        "_reading",
+        "closed",
+        "controller",
+        "dialled",
+        "draining",
+        "last_active",
+        "listener",
+        "node_id",
+        "opened_at",
+        "peer",
+        "peer_ip",
+        "services",
+        "session",
+        "tls",
+        "transport",
+        "upstream",
+    )
+
     def __init__(self, services: ConnectionServices, listener: str, node_id: int | None) -> None:
         self.services = services
         self.listener = listener
@@ -88,7 +110,7 @@ class ClientConnection(asyncio.Protocol):
         step = self.session.client_bytes(data, now)
         if step.to_client:
             self._write_client(step.to_client)
-        svc.observe_requests(step.requests)
+        svc.observer.requests_forwarded(step.requests)
         if step.refused:
             svc.refused(self, step.refused)
         if step.close is not None:
@@ -191,7 +213,7 @@ class ClientConnection(asyncio.Protocol):
         while step.nodes_needing_listeners:
             svc.learned(step)
             svc.listeners.open_nodes(step.nodes_needing_listeners)
-            step = self.session.listeners_opened(now)
+            step = self.session.listeners_opened(now, step)
         svc.learned(step)
         if step.close is not None:
             svc.failed(self, step.close)

@@ -7,6 +7,7 @@ Every method is called after the bytes it describes were handed to the transport
 from __future__ import annotations
 
 from kproxy.protocol.walker import LeaderObservation
+from kproxy.session.steps import ResponseSeen
 
 
 class ProxyObserver:
@@ -56,6 +57,20 @@ class ProxyObserver:
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
         pass
+
+    def requests_forwarded(self, requests: list[tuple[int, int]]) -> None:
+        """Requests, as (api key, frame size), handed to the broker's transport."""
+        for api_key, size in requests:
+            self.frame(api_key, "request", size)
+
+    def responses_forwarded(self, responses: list[ResponseSeen], done: float) -> None:
+        """Responses handed to the client's transport, whose write ended at `done`."""
+        for seen in responses:
+            key = seen.api_key
+            self.frame(key, "response", seen.size)
+            self.response(
+                key, seen.version, seen.client_id, done - seen.received, seen.upstream_seconds
+            )
 
     def response(
         self,

@@ -123,25 +123,17 @@ class ConnectionServices:
         )
         conn.close("tls_handshake_failed")
 
-    def observe_requests(self, requests: list[tuple[int, int]]) -> None:
-        frame = self.observer.frame
-        for api_key, size in requests:
-            frame(api_key, "request", size)
-
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
         """Hand what a step forwarded to the observer: after the write, never before
         (requests that waited for a slot and went out with it included)."""
         if not self.discovery.reached:
             self.discovery.mark_reached()
-        if step.requests:
-            self.observe_requests(step.requests)
         obs = self.observer
+        if step.requests:
+            obs.requests_forwarded(step.requests)
+        obs.responses_forwarded(step.responses, done)
         for seen in step.responses:
             key = seen.api_key
-            obs.frame(key, "response", seen.size)
-            obs.response(
-                key, seen.version, seen.client_id, done - seen.received, seen.upstream_seconds
-            )
             if seen.leaders:
                 obs.leaders(key, seen.client_id, node_id, seen.leaders, seen.endpoint_nodes)
             if seen.rewritten or seen.removed:

@@ -63,6 +63,8 @@ def failure_reason(exc: BaseException) -> str:
 class UpstreamConnection(asyncio.Protocol):
     """The broker side of a proxied connection."""
 
+    __slots__ = ("_paused", "client", "transport")
+
     def __init__(self, client: ClientConnection) -> None:
         self.client = client
         self.transport: asyncio.Transport | None = None

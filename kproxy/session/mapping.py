@@ -9,9 +9,11 @@ them until the runtime has opened them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from kproxy.protocol.found import Endpoint
+from kproxy.session.steps import NodeLearned
 
 
 class AddressMapping(Protocol):
@@ -53,3 +55,22 @@ def told_address(mapping: AddressMapping, ep: Endpoint) -> tuple[str, int] | Non
         # so the client fails or retries exactly as it would directly.
         return ep.host, ep.port
     return mapping.kproxy_address(node_id)
+
+
+def learn_endpoints(
+    mapping: AddressMapping,
+    endpoints: Iterable[Endpoint],
+    authoritative: bool,
+    learned: list[NodeLearned],
+    needed: set[int],
+) -> None:
+    """Record where a response says its nodes are: the new or moved ones into `learned`,
+    those that need a listener before the response may be sent into `needed`."""
+    for ep in endpoints:
+        node_id = ep.node_id
+        if node_id is None or not mapping.is_mappable(node_id):
+            continue
+        if mapping.learn(node_id, ep.host, ep.port, authoritative):
+            learned.append(NodeLearned(node_id, ep.host, ep.port))
+        if mapping.needs_listener(node_id):
+            needed.add(node_id)

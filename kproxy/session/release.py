@@ -53,12 +53,43 @@ def release_whole(
     elif key == API_VERSIONS and (clamped := clamp_api_versions(frame, 4, req.version, advertised)):
         out.extend(clamped.chunks)
         step.clamped.append((len(clamped.dropped), len(clamped.lowered)))
-    elif whole is not None:
-        out.append(whole)
     else:
-        out.append(_pack_size(size))
-        out.append(frame)
+        _append_as_read(out, frame, whole)
     step.responses.append(_seen(req, size, upstream_seconds, walked, carried, rewritten, removed))
+
+
+def release_unwalked(
+    req: InFlight,
+    frame: memoryview,
+    upstream_seconds: float,
+    whole: bytes | None,
+    step: UpstreamStep,
+) -> None:
+    """Append a response kproxy did not walk (nothing in it to rewrite) to `step`: the
+    commonest response, released without being held first."""
+    _append_as_read(step.to_client, frame, whole)
+    step.responses.append(
+        ResponseSeen(
+            req.api_key,
+            req.version,
+            req.client_id,
+            len(frame),
+            req.received,
+            upstream_seconds,
+            None,
+            _NO_NODES,
+            0,
+            0,
+        )
+    )
+
+
+def _append_as_read(out: list[bytes | memoryview], frame: memoryview, whole: bytes | None) -> None:
+    if whole is not None:
+        out.append(whole)  # the chunk as read, when it was this response alone
+    else:
+        out.append(_pack_size(len(frame)))
+        out.append(frame)
 
 
 def release_tail(stream: StreamedResponse, mapping: AddressMapping, step: UpstreamStep) -> None:

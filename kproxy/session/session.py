@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kproxy.protocol.apis import (
+    API_VERSIONS,
     CLIENT_LISTENER_RESPONSES,
     PRODUCE,
     QUORUM_RESPONSES,
@@ -43,11 +44,11 @@ from kproxy.session.admission import (
     api_versions_fallback,
     refuse,
 )
-from kproxy.session.mapping import AddressMapping
+from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.records import Frame, Held, InFlight, SessionLimits, frame_bytes
-from kproxy.session.release import release_tail, release_whole
-from kproxy.session.steps import ClientStep, NodeLearned, SessionClose, UpstreamStep
+from kproxy.session.release import release_tail, release_unwalked, release_whole
+from kproxy.session.steps import ClientStep, SessionClose, UpstreamStep
 from kproxy.session.streaming import StreamedResponse, streamable
 
 _Step = ClientStep | UpstreamStep
@@ -129,8 +130,7 @@ class ProxySession:
 
     @property
     def answering(self) -> bool:
-        """Requests wait for their responses, or a response is still on its way (being
-        streamed, or held for a listener)."""
+        """Requests await responses, or one is on its way (streamed, or held)."""
         return bool(self.inflight) or self._stream is not None or bool(self._held)
 
     @property
@@ -258,14 +258,18 @@ class ProxySession:
                 return step
             if self._held:
                 self._release(step, now)
+            elif self._waiting or self._paused_for_inflight:
+                self._release_waiting(step, now)
         except ProtocolError as exc:
             self._upstream_failed(step, exc)
         return step
 
-    def listeners_opened(self, now: float) -> UpstreamStep:
+    def listeners_opened(self, now: float, step: UpstreamStep | None = None) -> UpstreamStep:
         """Release the responses held for the listeners the last step asked for
-        (whether or not they could be opened: an endpoint without one is removed)."""
-        step = UpstreamStep()
+        (whether or not they could be opened: an endpoint without one is removed), into
+        that step when given: what it carries (a streamed body) goes out first."""
+        step = UpstreamStep() if step is None else step
+        step.nodes_needing_listeners = []
         try:
             self._release(step, now)
         except ProtocolError as exc:
@@ -306,6 +310,11 @@ class ProxySession:
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
                 self._learn(key, walked, step, needed)
         whole = self.upstream_reader.take_whole()  # this response, when it came alone
+        if walked is None and not self._held and key != API_VERSIONS:
+            # Nothing to rewrite (ApiVersions may be clamped) and nothing before it still
+            # held (a response that waits for a listener would be): it leaves at once.
+            release_unwalked(req, frame, now - req.received, whole, step)
+            return
         self._held.append(Held(req, frame, walked, now - req.received, whole))
 
     def _learn(self, key: int, walked: WalkResult, step: UpstreamStep, needed: set[int]) -> None:
@@ -313,15 +322,9 @@ class ProxySession:
         # KRaft quorum messages (KIP-853) name controller listeners, which are recorded
         # only for a node nothing else has named.
         authoritative = key in CLIENT_LISTENER_RESPONSES
-        mapping = self._mapping_for(key)
-        for ep in walked.endpoints:
-            node_id = ep.node_id
-            if node_id is None or not mapping.is_mappable(node_id):
-                continue
-            if mapping.learn(node_id, ep.host, ep.port, authoritative):
-                step.learned.append(NodeLearned(node_id, ep.host, ep.port))
-            if mapping.needs_listener(node_id):
-                needed.add(node_id)
+        learn_endpoints(
+            self._mapping_for(key), walked.endpoints, authoritative, step.learned, needed
+        )
 
     # -- responses forwarded as they arrive (kproxy.session.streaming) -----------------------
     def _stream_start(self, start: FrameStart, now: float, step: UpstreamStep) -> bool:
@@ -360,8 +363,7 @@ class ProxySession:
         self._held.append(stream)  # its tail, released in order with what follows
 
     def _plain_produce(self, frame: memoryview, body: int, req: InFlight) -> bool:
-        """A Produce response with no error and no leader hint, whose client awaits no
-        success (`kproxy.protocol.produce_scan`): nothing in it for kproxy to walk."""
+        """No error, no leader hint, no client awaiting a success: nothing to walk."""
         awaits = self.awaits_success
         return (
             awaits is not None
@@ -370,19 +372,17 @@ class ProxySession:
         )
 
     def _mapping_for(self, api_key: int) -> AddressMapping:
-        controllers = self.controllers
-        if controllers is not None and api_key in QUORUM_RESPONSES:
-            return controllers
-        return self.mapping
+        quorum = self.controllers if api_key in QUORUM_RESPONSES else None
+        return self.mapping if quorum is None else quorum
 
     def _release(self, step: UpstreamStep, now: float) -> None:
         held, self._held = self._held, []
         for item in held:
+            mapping = self._mapping_for(item.request.api_key)
             if type(item) is StreamedResponse:
-                release_tail(item, self._mapping_for(item.request.api_key), step)
+                release_tail(item, mapping, step)
             else:
                 assert type(item) is Held
-                mapping = self._mapping_for(item.request.api_key)
                 release_whole(item, mapping, self.policy.advertised, step)
         self._release_waiting(step, now)
 

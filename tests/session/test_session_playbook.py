@@ -296,6 +296,28 @@ def test_in_flight_cap_pauses_and_resumes_reading() -> None:
     assert not upstream(s, metadata_response(2, broker)).resume_reading  # only once
 
 
+def heartbeat_response(corr: int) -> bytes:
+    return struct.pack(">iih", 6, corr, 0)  # Heartbeat v3: header v0, no error
+
+
+def test_an_unwalked_response_frees_a_slot_for_a_waiting_request() -> None:
+    # Heartbeat is never walked: its responses leave without being held, and must still
+    # let the requests read past the in-flight cap go, then reading resume.
+    s = session(max_in_flight=2)
+    requests = [request_with(12, 3, corr) for corr in (1, 2, 3)]
+    first = client(s, b"".join(requests))
+    assert first.pause_reading and first.held == 1
+    assert joined(first.to_upstream) == requests[0] + requests[1]
+    back = upstream(s, heartbeat_response(1))
+    assert joined(back.to_client) == heartbeat_response(1)
+    assert joined(back.to_upstream) == requests[2]  # the waiting one takes the freed slot
+    assert back.requests == [(12, len(requests[2]) - 4)] and not back.resume_reading
+    assert upstream(s, heartbeat_response(2)).resume_reading  # below half the cap again
+    last = upstream(s, heartbeat_response(3))
+    assert not last.resume_reading and joined(last.to_client) == heartbeat_response(3)
+    assert not s.answering
+
+
 def test_request_endpoints_are_mapped_back_to_the_cluster() -> None:
     mapping = address_map(open_nodes=(2,), advertised={2: ("controller-2.invalid", 9093)})
     s = session(mapping, refused_apis=frozenset())  # a listener that serves the controller plane

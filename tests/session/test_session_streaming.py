@@ -141,7 +141,7 @@ def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def without_padding(out: bytes, tail: int) -> bytes:
-    """The frame with kproxy's padding field taken out of its last `tail` bytes (a
+    """The frame with kproxy's padding fields taken out of its last `tail` bytes (a
     top-level tagged section) and its size fixed: kio refuses tags it does not know,
     where Kafka's clients skip them (KIP-482)."""
     section = out[len(out) - tail :]
@@ -150,7 +150,7 @@ def without_padding(out: bytes, tail: int) -> bytes:
     for _ in range(count):
         tag, pos = _uvarint(section, pos)
         size, pos = _uvarint(section, pos)
-        if tag != PADDING_TAG:
+        if tag < PADDING_TAG - 1:  # kproxy pads with one field, or two (0x3FFE, 0x3FFF)
             kept.append(uvarint(tag) + uvarint(size) + section[pos : pos + size])
         pos += size
     body = out[4 : len(out) - tail] + uvarint(len(kept)) + b"".join(kept)
@@ -172,9 +172,8 @@ def through(
     for a, b in zip([0, *cuts], [*cuts, len(frame)], strict=True):
         step = s.upstream_bytes(frame[a:b], LATER)
         while step.nodes_needing_listeners:  # as the runtime does
-            sent.append(joined(step.to_client))
             open_listeners(mapping, step.nodes_needing_listeners)
-            step = s.listeners_opened(LATER)
+            step = s.listeners_opened(LATER, step)
         assert step.close is None, step.close
         sent.append(joined(step.to_client))
     assert step is not None
@@ -291,6 +290,24 @@ def test_a_padded_tail_is_the_rewritten_fields_then_one_ignored_field(version: i
     assert [tag for tag, _ in fields] == [0, PADDING_TAG]
     assert parse_tagged(rewritten[-(n - len(frame) + len(rewritten)) :])[0] == fields[0]
     assert set(fields[1][1]) <= {0}
+
+
+def test_a_tail_one_padding_field_cannot_fill_gets_two() -> None:
+    """A varint's width leaves lengths no single padding field has (131 bytes: a 127-byte
+    field takes 130, a 128-byte one 132): such a tail gets two, and still reads as the
+    rewritten response once they are skipped."""
+    two_fields = 0
+    for n in range(120, 160):  # broker host lengths around the gap
+        msg = fetch_response(16, RECORDS, 2, ((2, "b" * n, 9092),))
+        frame = encode_response_frame(msg, 5)
+        sent, last = through(16, frame, [100])
+        out, tail = b"".join(sent), tail_length(16, frame)
+        assert last.streamed == [(FETCH, "padded")]
+        tags = [tag for tag, _ in parse_tagged(out[len(out) - tail :])]
+        two_fields += tags[-2:] == [PADDING_TAG - 1, PADDING_TAG]
+        _, got = decode_response_frame(type(msg), without_padding(out, tail))
+        assert got == kproxy_view(msg), n
+    assert two_fields == 1
 
 
 @pytest.mark.parametrize("version", ENDPOINT_VERSIONS)

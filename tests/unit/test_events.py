@@ -27,6 +27,7 @@ from kproxy.events import (
 )
 from kproxy.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
+from kproxy.session.steps import ResponseSeen
 
 REPO = Path(__file__).resolve().parents[2]
 TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
@@ -243,13 +244,22 @@ def obs(
     return LeaderObservation("orders", None, partition, error, leader, epoch, hint)
 
 
+def seen_response(
+    api_key: int, version: int, client_id: str, received: float, upstream: float
+) -> ResponseSeen:
+    return ResponseSeen(
+        api_key, version, client_id, 100, received, upstream, None, frozenset(), 0, 0
+    )
+
+
 def drive(o: Observability) -> None:
     """One of everything, through the observer hooks the runtime calls."""
     o.node_discovered(1, "10.0.0.5:9092", "broker-1.kafka:9092")
     o.node_discovered(2, "10.0.0.6:9092", "broker-2.kafka:9092")
     o.connection_opened("node-1")
     o.leaders(3, "app", None, [obs(0, 0, 1, 5, False), obs(1, 0, 1, 5, False)], frozenset())
-    o.response(0, 11, "app", 0.004, 0.003)
+    done = 10.0
+    o.responses_forwarded([seen_response(0, 11, "app", done - 0.004, 0.003)], done)
     # KIP-951: the new leader with its endpoint, and one without any leader.
     o.leaders(0, "app", 1, [obs(0, 6, 2, 6, True), obs(1, 6, None, None, False)], frozenset({2}))
     o.leaders(0, "app", 2, [obs(0, 0, None, None, False)], frozenset())
@@ -358,8 +368,8 @@ def test_request_samples_follow_the_rate_and_disabled_events_write_nothing(
         sample=lambda: next(draws),
         runtime_collectors=False,
     )
-    for _ in range(4):
-        o.response(1, 16, "c", 0.5, 0.5)
+    o.response(1, 16, "c", 0.5, 0.5)  # one at a time, or as what a read forwarded
+    o.responses_forwarded([seen_response(1, 16, "c", 0.5, 0.5)] * 3, 1.0)
     o.close()
     assert [x["type"] for x in read_lines(tmp_path / "a")] == ["request_sample"] * 2
     off = Observability(settings_for(tmp_path / "b", enabled=False), runtime_collectors=False)

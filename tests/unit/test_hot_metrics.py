@@ -12,6 +12,7 @@ from kproxy.hot_metrics import HotPathMetrics
 from kproxy.metric_specs import BYTES, FRAMES, LATENCY_BUCKETS, REQUEST_DURATION, UPSTREAM_DURATION
 from kproxy.metrics import KproxyMetrics
 from kproxy.protocol.apis import api_name
+from kproxy.session.steps import ResponseSeen
 
 FRAME = st.tuples(
     st.just("frame"),
@@ -60,6 +61,16 @@ def samples(reg: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ..
     return out
 
 
+def assert_same_samples(hot: HotPathMetrics, calls: list[tuple[object, ...]]) -> None:
+    reg = CollectorRegistry()
+    reg.register(hot)
+    expected = samples(per_call_registry(calls))
+    got = samples(reg)
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == value or abs(got[key] - value) <= 1e-9 * max(1.0, abs(value)), key
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(FRAME, RESPONSE), max_size=60))
 def test_scrape_time_counts_equal_per_call_families(calls: list[tuple[object, ...]]) -> None:
@@ -69,13 +80,7 @@ def test_scrape_time_counts_equal_per_call_families(calls: list[tuple[object, ..
             hot.frame(*call[1:])  # type: ignore[arg-type]
         else:
             hot.response(*call[1:])  # type: ignore[arg-type]
-    reg = CollectorRegistry()
-    reg.register(hot)
-    expected = samples(per_call_registry(calls))
-    got = samples(reg)
-    assert got.keys() == expected.keys()
-    for key, value in expected.items():
-        assert got[key] == value or abs(got[key] - value) <= 1e-9 * max(1.0, abs(value)), key
+    assert_same_samples(hot, calls)
 
 
 def test_kproxy_metrics_expose_the_hot_families_once() -> None:
@@ -87,3 +92,32 @@ def test_kproxy_metrics_expose_the_hot_families_once() -> None:
     assert 'kproxy_request_duration_seconds_bucket{api="Produce",le="0.001"} 1.0' in text
     assert 'kproxy_upstream_duration_seconds_bucket{api="Produce",le="0.0005"} 1.0' in text
     assert m.value("kproxy_bytes_total", {"api": "Produce", "direction": "request"}) == 10
+
+
+REQUESTS = st.lists(st.tuples(st.sampled_from([0, 1, 3, 18]), st.integers(0, 1 << 24)))
+RESPONSES = st.lists(
+    st.tuples(st.sampled_from([0, 1, 3, 18]), st.integers(0, 1 << 24), SECONDS, SECONDS)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(REQUESTS, RESPONSES, st.floats(0, 1e5)), max_size=12))
+def test_what_one_read_forwarded_counts_as_its_frames_did_one_by_one(
+    reads: list[tuple[list[tuple[int, int]], list[tuple[int, int, float, float]], float]],
+) -> None:
+    """The runtime hands the metrics what a read forwarded in one call each way
+    (`count_frames`, `responses`): the samples are those of a call per frame."""
+    hot = HotPathMetrics()
+    calls: list[tuple[object, ...]] = []
+    for requests, responses, done in reads:
+        hot.count_frames("request", requests)
+        calls += [("frame", key, "request", size) for key, size in requests]
+        seen = [
+            ResponseSeen(key, 0, None, size, done - total, upstream, None, frozenset(), 0, 0)
+            for key, size, total, upstream in responses
+        ]
+        hot.responses(seen, done)
+        for s in seen:
+            calls.append(("frame", s.api_key, "response", s.size))
+            calls.append(("response", s.api_key, done - s.received, s.upstream_seconds))
+    assert_same_samples(hot, calls)
