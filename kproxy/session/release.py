@@ -68,20 +68,7 @@ def release_unwalked(
     """Append a response kproxy did not walk (nothing in it to rewrite) to `step`: the
     commonest response, released without being held first."""
     _append_as_read(step.to_client, frame, whole)
-    step.responses.append(
-        ResponseSeen(
-            req.api_key,
-            req.version,
-            req.client_id,
-            len(frame),
-            req.received,
-            upstream_seconds,
-            None,
-            _NO_NODES,
-            0,
-            0,
-        )
-    )
+    step.responses.append(_seen(req, len(frame), upstream_seconds, None, False, 0, 0))
 
 
 def _append_as_read(out: list[bytes | memoryview], frame: memoryview, whole: bytes | None) -> None:

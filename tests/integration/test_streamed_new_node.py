@@ -22,6 +22,7 @@ from pathlib import Path
 from tests.kio_support import decode_response_frame, encode_response_frame, fetch_v17_request
 from tests.kproxy_process import KproxyProcess
 from tests.peers.net import LOOPBACK
+from tests.raw_kafka import read_frame
 from tests.scripted_broker import ScriptedBroker
 from tests.session.test_session_streaming import fetch_response, without_padding
 
@@ -30,16 +31,6 @@ NEW_NODE = 7  # not in the scripted cluster's metadata
 NEW_NODE_HOST = "broker-7.added.invalid"
 # 2 MiB of records: far past the streaming threshold (64 KiB), many reads long.
 RECORDS = [bytes(range(256)) * 4096, b"\x01" * (1 << 20)]
-
-
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(min(1 << 20, n - len(out)))
-        if not chunk:
-            raise ConnectionError(f"closed after {len(out)} of {n} bytes")
-        out += chunk
-    return bytes(out)
 
 
 def test_records_before_a_new_nodes_tail_all_reach_the_client(tmp_path: Path) -> None:
@@ -53,8 +44,8 @@ def test_records_before_a_new_nodes_tail_all_reach_the_client(tmp_path: Path) ->
             socket.create_connection((LOOPBACK, kp.bootstrap_port), timeout=30) as sock,
         ):
             sock.sendall(fetch_v17_request(5, uuid.UUID(int=7), "streamed-new-node"))
-            (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-            frame = struct.pack(">i", size) + _recv_exactly(sock, size)
+            body = read_frame(sock)
+            frame = struct.pack(">i", len(body)) + body
             # The tail keeps its announced length, padded with a tagged field clients skip
             # (KIP-482) and kio refuses: it starts where a tail without endpoints starts.
             assert len(frame) == len(encode_response_frame(answer, 5))
