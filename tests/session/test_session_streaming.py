@@ -346,6 +346,30 @@ def test_a_new_node_holds_the_tail_until_its_listener_is_open(version: int) -> N
     assert not s.answering
 
 
+@pytest.mark.parametrize("version", ENDPOINT_VERSIONS)
+def test_the_step_that_asked_for_a_listener_is_continued_with_its_bytes_first(
+    version: int,
+) -> None:
+    # The runtime hands back the step that asked: the records it already carries (read
+    # with the tail) go out first, then the rewritten tail, in one write.
+    s, mapping = streaming_session(open_nodes=(1,))
+    client(s, fetch_request(version, 5))
+    msg = fetch_response(version, RECORDS, 3, ((3, "broker-3.kafka.cluster.invalid", 9092),))
+    frame = encode_response_frame(msg, 5)
+    first = s.upstream_bytes(frame[:300], LATER)
+    asked = s.upstream_bytes(frame[300:], LATER)
+    carried = joined(asked.to_client)
+    assert asked.nodes_needing_listeners == [3] and carried
+    open_listeners(mapping, [3])
+    released = s.listeners_opened(LATER, asked)
+    assert released is asked and not released.nodes_needing_listeners
+    assert joined(released.to_client).startswith(carried)
+    out = joined(first.to_client) + joined(released.to_client)
+    unpadded = without_padding(out, tail_length(version, frame))
+    assert decode_response_frame(type(msg), unpadded) == (5, kproxy_view(msg))
+    assert [seen.api_key for seen in released.responses] == [FETCH]
+
+
 # ------------------------------------------------------------------------- every version
 @pytest.mark.parametrize("version", KIO_FETCH)
 def test_streamed_fetch_without_endpoints_is_forwarded_byte_for_byte(version: int) -> None:
