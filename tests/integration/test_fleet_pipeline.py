@@ -382,8 +382,9 @@ def produce_and_consume(
     deadline = time.monotonic() + 60
     while len(got) < expect and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
+        value = msg.value() if msg is not None and msg.error() is None else None
+        if value is not None:
+            got.append(value)
     consumer.close()
     return got
 
