@@ -192,6 +192,11 @@ class QuorumCluster:
             "share.coordinator.state.topic.replication.factor": rf,
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            # A broker that has not registered within this gives up and exits. Kafka's 60 s
+            # default was once too short for a broker starting beside three controllers
+            # and a second broker on a loaded 2-core machine; the test's own wait for the
+            # registration (`wait_brokers_registered`) is the bound that counts.
+            "initial.broker.registration.timeout.ms": "180000",
         }
 
     def _format(self, node: QuorumNode) -> None:
@@ -249,7 +254,7 @@ class QuorumCluster:
         def registered() -> bool:
             for b in self.brokers():
                 if b.process is not None and not b.running:
-                    raise RuntimeError(f"broker {b.node_id} exited:\n{b.process.log_tail()}")
+                    raise RuntimeError(f"broker {b.node_id} exited:\n{_exit_story(b.process)}")
             views = [
                 set(metadata_brokers(LOOPBACK, b.ports["internal"], 5.0))
                 for b in self.brokers()
@@ -292,3 +297,21 @@ class QuorumCluster:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _exit_story(process: PeerProcess) -> str:
+    """What a broker that exited said about reaching the controllers (its registration,
+    its channels to the active controller, every warning), then its last lines."""
+    try:
+        lines = process.log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    told = [
+        line
+        for line in lines
+        if " WARN " in line
+        or " ERROR " in line
+        or "BrokerLifecycleManager" in line
+        or "Recorded new KRaft controller" in line
+    ]
+    return "\n".join([*told[-60:], "...", *lines[-20:]])
