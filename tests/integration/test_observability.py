@@ -102,10 +102,25 @@ def test_metrics_events_and_topology_agree_with_the_churn(
     wait_until(all_closed, 30, what="the clients' connections to close")
     prom.wait_for_scrape_after(time.time())
 
-    # Prometheus's view (through its own HTTP API) equals kproxy's exposition now.
-    changes = prom.query("kproxy_leader_changes_total")
+    # Prometheus's view (through its own HTTP API) equals kproxy's exposition now. Polled:
+    # a query right after the targets API reported that scrape once found no leader change.
+    Queried = dict[tuple[tuple[str, str], ...], float]
+
+    def prometheus_agrees() -> tuple[Queried, Queried] | None:
+        exposed = parse_exposition(kp.metrics_text())
+        changes = prom.query("kproxy_leader_changes_total")
+        redirects = prom.query("kproxy_redirects_total")
+        agree = sum(changes.values()) == metrics_sum(
+            exposed, "kproxy_leader_changes_total"
+        ) and sum(redirects.values()) == metrics_sum(exposed, "kproxy_redirects_total")
+        return (changes, redirects) if agree else None
+
+    agreed = wait_until(
+        prometheus_agrees, 30, what="Prometheus to hold kproxy's counts", interval=0.5
+    )
+    assert agreed is not None
+    changes, redirects = agreed
     total_changes = sum(changes.values())
-    redirects = prom.query("kproxy_redirects_total")
     assert total_changes > 0 and sum(redirects.values()) > 0
 
     # Leader changes: each is a real move (leader and epoch as the test set them), and
