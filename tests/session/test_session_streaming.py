@@ -325,14 +325,34 @@ def test_an_unmapped_node_is_removed_from_the_tail_and_reported(version: int) ->
     assert last.streamed == [(FETCH, "padded")]
 
 
-@pytest.mark.parametrize("version", ENDPOINT_VERSIONS)
-def test_a_new_node_holds_the_tail_until_its_listener_is_open(version: int) -> None:
+@dataclasses.dataclass
+class NewNodeStream:
+    """A Fetch response streamed in two reads whose tail names node 3, which has no
+    listener yet: `asked` is the step that asks for it."""
+
+    session: ProxySession
+    mapping: AddressMap
+    msg: Any
+    frame: bytes
+    first: UpstreamStep
+    asked: UpstreamStep
+
+
+def stream_naming_a_new_node(version: int) -> NewNodeStream:
     s, mapping = streaming_session(open_nodes=(1,))
     client(s, fetch_request(version, 5))
     msg = fetch_response(version, RECORDS, 3, ((3, "broker-3.kafka.cluster.invalid", 9092),))
     frame = encode_response_frame(msg, 5)
     first = s.upstream_bytes(frame[:300], LATER)
-    last = s.upstream_bytes(frame[300:], LATER)
+    asked = s.upstream_bytes(frame[300:], LATER)
+    return NewNodeStream(s, mapping, msg, frame, first, asked)
+
+
+@pytest.mark.parametrize("version", ENDPOINT_VERSIONS)
+def test_a_new_node_holds_the_tail_until_its_listener_is_open(version: int) -> None:
+    streamed = stream_naming_a_new_node(version)
+    s, mapping, msg, frame = streamed.session, streamed.mapping, streamed.msg, streamed.frame
+    first, last = streamed.first, streamed.asked
     assert last.nodes_needing_listeners == [3] and not last.responses
     assert s.answering  # its tail is not out yet
     n = tail_length(version, frame)
@@ -352,12 +372,9 @@ def test_the_step_that_asked_for_a_listener_is_continued_with_its_bytes_first(
 ) -> None:
     # The runtime hands back the step that asked: the records it already carries (read
     # with the tail) go out first, then the rewritten tail, in one write.
-    s, mapping = streaming_session(open_nodes=(1,))
-    client(s, fetch_request(version, 5))
-    msg = fetch_response(version, RECORDS, 3, ((3, "broker-3.kafka.cluster.invalid", 9092),))
-    frame = encode_response_frame(msg, 5)
-    first = s.upstream_bytes(frame[:300], LATER)
-    asked = s.upstream_bytes(frame[300:], LATER)
+    streamed = stream_naming_a_new_node(version)
+    s, mapping, msg, frame = streamed.session, streamed.mapping, streamed.msg, streamed.frame
+    first, asked = streamed.first, streamed.asked
     carried = joined(asked.to_client)
     assert asked.nodes_needing_listeners == [3] and carried
     open_listeners(mapping, [3])
