@@ -43,6 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="results.json here (default: a temp dir)")
     p.add_argument("--profile", type=Path, default=None, help="py-spy profiles of kproxy here")
     p.add_argument(
+        "--python-floor",
+        action="store_true",
+        help="also run bench.python_floor: Python on uvloop forwarding bytes, parsing nothing",
+    )
+    p.add_argument(
         "--compile-baseline",
         action="store_true",
         help="build the baseline checkout with mypyc (KPROXY_COMPILE=1, setup.py): "
@@ -125,7 +130,8 @@ def main_ab(args: argparse.Namespace) -> int:
 
     if args.workload not in {w.name for w in workloads(quick=False)}:
         raise SystemExit(f"unknown workload {args.workload!r} (python -m bench list)")
-    paths = ["direct", *([] if args.no_haproxy else ["haproxy"]), "kproxy-uvloop"]
+    paths = ["direct", *([] if args.no_haproxy else ["haproxy"])]
+    paths += [*(["python-floor"] if args.python_floor else []), "kproxy-uvloop"]
     if args.baseline:
         paths.append("kproxy-base")
     out = args.out or Path(tempfile.mkdtemp(prefix="kproxy-ab-results-"))

@@ -374,6 +374,41 @@ class HaproxyPeer(LoopbackPeer):
         return self
 
 
+class PythonFloorPeer(LoopbackPeer):
+    """`bench.python_floor` on uvloop: a Python proxy that forwards bytes and parses
+    nothing, routed like haproxy (``port`` -> ``backend``, plus ``extra_routes``)."""
+
+    stop_timeout = 5.0
+
+    def __init__(
+        self,
+        name: str,
+        backend: str,
+        workdir: Path,
+        port: int | None = None,
+        extra_routes: list[tuple[int, str]] | None = None,
+    ) -> None:
+        self.name = name
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.routes = [(self.port, backend), *(extra_routes or [])]
+        self.process: PeerProcess | None = None
+
+    def start(self) -> PythonFloorPeer:
+        argv = [sys.executable, "-m", "bench.python_floor"]
+        for port, backend in self.routes:
+            argv += ["--route", f"{port}={backend}"]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+        self.process = PeerProcess(
+            self.name, argv, log_path=self.workdir / f"{self.name}.log", env=env, cwd=REPO
+        ).start()
+        proc = self.process
+        for port, _ in self.routes:
+            wait_for_port(LOOPBACK, port, 15, alive=lambda: proc.running, what=self.name)
+        return self
+
+
 # ---------------------------------------------------------------------------------------
 # Kroxylicious (Java, Maven Central)
 # ---------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from bench.peers import (
 from bench.upstreams import (
     ALL_PATHS,
     DEFAULT_PATHS,
+    FORWARDING_PATHS,
     PATH_DESCRIPTIONS,
     KafkaUpstream,
     LeaderMover,
@@ -386,6 +387,7 @@ class Harness:
         else:
             up = MockUpstream(wd)
         up.baseline_source = self.opts.baseline_source
+        up.want_floor = "python-floor" in self.paths
         return up
 
     def _set_status(self, path: str, upstream: str, status: str) -> None:
@@ -417,10 +419,8 @@ class Harness:
                 try:
                     if path == "direct":
                         proxies[path] = None
-                    elif path == "haproxy":
-                        if up.haproxy is None:
-                            raise Unavailable(up.haproxy_error or "haproxy did not start")
-                        proxies[path] = up.haproxy
+                    elif path in FORWARDING_PATHS:
+                        proxies[path] = up.forwarder(path)
                     else:
                         proxies[path] = up.start_proxy(path)
                 except Unavailable as exc:
@@ -434,7 +434,7 @@ class Harness:
                 self.save()
         finally:
             for proxy in proxies.values():
-                if proxy is not None and proxy is not up.haproxy:
+                if proxy is not None and proxy not in (up.haproxy, up.floor):
                     with contextlib.suppress(Exception):
                         proxy.stop()
             with contextlib.suppress(Exception):
@@ -487,8 +487,9 @@ class Harness:
                 if up.name == "tansu":
                     self._reset_broker(up, proxies)  # in-memory data does not pile up
                 if wl.kind == "connections":
-                    # haproxy belongs to the upstream (and pools what it frees anyway)
-                    fresh = [p for p in proxies if p not in ("direct", "haproxy")]
+                    # haproxy and python-floor belong to the upstream (haproxy pools what
+                    # it frees anyway)
+                    fresh = [p for p in proxies if p not in ("direct", *FORWARDING_PATHS)]
                     self._restart_proxies(up, proxies, fresh)
                 if wl.kind in ("consume", "perf-consume") and (r == 0 or not persistent):
                     for side in up.sides():

@@ -33,6 +33,7 @@ from bench.peers import (
     HaproxyPeer,
     KproxyPeer,
     KroxyliciousPeer,
+    PythonFloorPeer,
     Unavailable,
 )
 from tests.peers.kafka_cluster import KafkaCluster
@@ -43,6 +44,7 @@ from tests.peers.tansu import TANSU_NODE_ID, TansuBroker, TansuProxy
 ALL_PATHS = (
     "direct",
     "haproxy",
+    "python-floor",
     "tansu-proxy",
     "kroxylicious",
     "grepplabs",
@@ -50,12 +52,14 @@ ALL_PATHS = (
     "kproxy-asyncio",
     "kproxy-base",
 )
-#: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`).
-DEFAULT_PATHS = ALL_PATHS[:-1]
+#: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`;
+#: python-floor is a diagnosis, asked for by name).
+DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p not in ("python-floor", "kproxy-base"))
 
 PATH_DESCRIPTIONS = {
     "direct": "client to broker, nothing in between",
     "haproxy": "haproxy, TCP mode (no parsing: the floor)",
+    "python-floor": "bench.python_floor: Python on uvloop forwarding bytes, parsing nothing",
     "tansu-proxy": "`tansu proxy` (Kafka-aware proxy in Rust)",
     "kroxylicious": "Kroxylicious (Java), pass-through configuration",
     "grepplabs": "grepplabs kafka-proxy (Go)",
@@ -66,10 +70,13 @@ PATH_DESCRIPTIONS = {
 
 MAIN = "main"
 HAPROXY_SIDE = "haproxy"
+FLOOR_SIDE = "python-floor"
+#: The paths that forward without parsing: each needs a side whose brokers advertise it.
+FORWARDING_PATHS = (HAPROXY_SIDE, FLOOR_SIDE)
 
 
 def side_of(path: str) -> str:
-    return HAPROXY_SIDE if path == "haproxy" else MAIN
+    return path if path in FORWARDING_PATHS else MAIN
 
 
 class ProxyProcess(Protocol):
@@ -131,6 +138,10 @@ class Upstream:
         self.workdir = workdir
         self.haproxy: HaproxyPeer | None = None
         self.haproxy_error: str | None = None
+        #: Whether to start the python-floor side (set by the harness before start()).
+        self.want_floor = False
+        self.floor: PythonFloorPeer | None = None
+        self.floor_error: str | None = f"no python-floor side on {type(self).__name__}"
         #: A checkout of the baseline revision, for the kproxy-base path.
         self.baseline_source: Path | None = None
 
@@ -145,14 +156,37 @@ class Upstream:
 
     def fill_bootstrap(self, side: str) -> str:
         """Where an untimed writer reaches ``side``."""
-        if side == HAPROXY_SIDE:
-            if self.haproxy is None:
-                raise Unavailable(self.haproxy_error or "haproxy is not running")
-            return self.haproxy.bootstrap
+        if side in FORWARDING_PATHS:
+            return self.forwarder(side).bootstrap
         return self.direct_bootstrap()
 
+    def forwarder(self, path: str) -> HaproxyPeer | PythonFloorPeer:
+        """The running forwarder of ``path`` (haproxy or python-floor), or Unavailable."""
+        peer = self.haproxy if path == HAPROXY_SIDE else self.floor
+        if peer is None:
+            error = self.haproxy_error if path == HAPROXY_SIDE else self.floor_error
+            raise Unavailable(error or f"{path} is not running")
+        return peer
+
     def sides(self) -> list[str]:
-        return [MAIN] + ([HAPROXY_SIDE] if self.haproxy is not None else [])
+        return (
+            [MAIN]
+            + ([HAPROXY_SIDE] if self.haproxy is not None else [])
+            + ([FLOOR_SIDE] if self.floor is not None else [])
+        )
+
+    def _start_floor(self, backend: str, port: int) -> None:
+        try:
+            self.floor = PythonFloorPeer(
+                f"python-floor-{self.name}", backend, self.workdir, port=port
+            ).start()
+        except (RuntimeError, TimeoutError, OSError) as exc:
+            self.floor_error = f"python-floor did not start: {exc}"
+
+    def stop_forwarders(self) -> None:
+        for peer in (self.haproxy, self.floor):
+            if peer is not None:
+                peer.stop()
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -202,9 +236,10 @@ class Upstream:
 
 
 class TansuUpstream(Upstream):
-    """Two Tansu brokers: ``main`` advertises itself, the haproxy side advertises
-    haproxy's port. :meth:`reset` restarts both on the same ports (in-memory storage:
-    this frees what the previous round wrote)."""
+    """Tansu brokers: ``main`` advertises itself, the haproxy side advertises haproxy's
+    port (and with ``want_floor`` a third advertises python-floor's). :meth:`reset`
+    restarts them on the same ports (in-memory storage: this frees what the previous
+    round wrote)."""
 
     name = "tansu"
     node_ids = [TANSU_NODE_ID]
@@ -212,21 +247,30 @@ class TansuUpstream(Upstream):
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir)
         self.main_port, self.hap_broker_port, self.hap_port = free_ports(3)
+        self.floor_broker_port, self.floor_port = free_ports(2)
         self.main: TansuBroker | None = None
         self.hap_broker: AdvertisedTansu | None = None
+        self.floor_broker: AdvertisedTansu | None = None
 
     def direct_bootstrap(self) -> str:
         return f"{LOOPBACK}:{self.main_port}"
 
-    def _start_brokers(self, with_haproxy_side: bool) -> None:
+    def _brokers(self) -> list[TansuBroker]:
+        return [b for b in (self.main, self.hap_broker, self.floor_broker) if b is not None]
+
+    def _start_brokers(self, with_haproxy_side: bool, with_floor_side: bool) -> None:
         self.main = TansuBroker(self.main_port, workdir=self.workdir / "tansu-main").start()
         if with_haproxy_side:
             self.hap_broker = AdvertisedTansu(
                 self.hap_port, port=self.hap_broker_port, workdir=self.workdir / "tansu-hap"
             ).start()
+        if with_floor_side:
+            self.floor_broker = AdvertisedTansu(
+                self.floor_port, port=self.floor_broker_port, workdir=self.workdir / "tansu-floor"
+            ).start()
 
     def start(self) -> None:
-        self._start_brokers(True)
+        self._start_brokers(True, self.want_floor)
         assert self.hap_broker is not None
         try:
             self.haproxy = HaproxyPeer(
@@ -236,22 +280,26 @@ class TansuUpstream(Upstream):
             self.haproxy_error = str(exc)
             self.hap_broker.stop()
             self.hap_broker = None
+        if self.floor_broker is not None:
+            self._start_floor(self.floor_broker.bootstrap, self.floor_port)
+            if self.floor is None:
+                self.floor_broker.stop()
+                self.floor_broker = None
 
     def reset(self) -> None:
-        for broker in (self.main, self.hap_broker):
-            if broker is not None:
-                broker.stop(timeout=2.0)
-        self._start_brokers(self.haproxy is not None)
+        for broker in self._brokers():
+            broker.stop(timeout=2.0)
+        self._start_brokers(self.haproxy is not None, self.floor is not None)
 
     def stop(self) -> None:
-        if self.haproxy is not None:
-            self.haproxy.stop()
-        for broker in (self.main, self.hap_broker):
-            if broker is not None:
-                broker.stop(timeout=2.0)
+        self.stop_forwarders()
+        for broker in self._brokers():
+            broker.stop(timeout=2.0)
 
     def create_topic(self, topic: str, partitions: int, side: str) -> None:
-        port = self.hap_broker_port if side == HAPROXY_SIDE else self.main_port
+        port = {HAPROXY_SIDE: self.hap_broker_port, FLOOR_SIDE: self.floor_broker_port}.get(
+            side, self.main_port
+        )
         _admin_create(f"{LOOPBACK}:{port}", topic, partitions)
 
 
@@ -263,7 +311,8 @@ class TansuUpstream(Upstream):
 class KafkaUpstream(Upstream):
     """One Apache Kafka node (KRaft, combined mode). Clients and proxies use its INTERNAL
     listener (advertised as ``127.0.0.1:port``); an extra ``HAPROXY`` listener is
-    advertised as haproxy's port, and haproxy forwards to it."""
+    advertised as haproxy's port, and haproxy forwards to it (``FLOOR`` the same for
+    python-floor, started with ``want_floor``)."""
 
     name = "kafka"
     node_ids = [1]
@@ -275,23 +324,27 @@ class KafkaUpstream(Upstream):
         )
         node = self.cluster.nodes[1]
         self.hap_listener_port, self.hap_port = free_ports(2)
+        self.floor_listener_port, self.floor_port = free_ports(2)
         listeners = (
             f"CONTROLLER://{LOOPBACK}:{node.controller_port},"
             f"INTERNAL://{LOOPBACK}:{node.internal_port},"
             f"EXTERNAL://{LOOPBACK}:{node.external_port},"
-            f"HAPROXY://{LOOPBACK}:{self.hap_listener_port}"
+            f"HAPROXY://{LOOPBACK}:{self.hap_listener_port},"
+            f"FLOOR://{LOOPBACK}:{self.floor_listener_port}"
         )
         advertised = (
             f"INTERNAL://{LOOPBACK}:{node.internal_port},"
             f"EXTERNAL://{node.external_advertised},"
-            f"HAPROXY://{LOOPBACK}:{self.hap_port}"
+            f"HAPROXY://{LOOPBACK}:{self.hap_port},"
+            f"FLOOR://{LOOPBACK}:{self.floor_port}"
         )
         self.cluster.broker_config.update(
             {
                 "listeners": listeners,
                 "advertised.listeners": advertised,
                 "listener.security.protocol.map": (
-                    "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,HAPROXY:PLAINTEXT"
+                    "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,"
+                    "HAPROXY:PLAINTEXT,FLOOR:PLAINTEXT"
                 ),
                 # Runs write hundreds of MB each; the harness deletes topics per round.
                 "log.retention.check.interval.ms": "10000",
@@ -313,10 +366,11 @@ class KafkaUpstream(Upstream):
             ).start()
         except (Unavailable, RuntimeError, TimeoutError) as exc:
             self.haproxy_error = str(exc)
+        if self.want_floor:
+            self._start_floor(f"{LOOPBACK}:{self.floor_listener_port}", self.floor_port)
 
     def stop(self) -> None:
-        if self.haproxy is not None:
-            self.haproxy.stop()
+        self.stop_forwarders()
         self.cluster.close()
 
     def create_topic(self, topic: str, partitions: int, side: str) -> None:
@@ -374,8 +428,7 @@ class MockUpstream(Upstream):
         self.clusters[HAPROXY_SIDE] = hap
 
     def stop(self) -> None:
-        if self.haproxy is not None:
-            self.haproxy.stop()
+        self.stop_forwarders()
         for mc in self.clusters.values():
             mc.close()
         self.clusters.clear()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench import report
@@ -24,6 +24,9 @@ def test_median_odd_and_even() -> None:
         median([])
 
 
+# No deadline: the first example imports numpy, which on a loaded machine takes longer
+# than hypothesis's default 200 ms.
+@settings(deadline=None)
 @given(
     st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=50),
     st.floats(0, 100),
