@@ -10,8 +10,9 @@ request, reads the answer and stays open, so each proxy holds a client side and 
 side per connection. ``tracemalloc`` counts what is still allocated afterwards, per
 connection:
 
-- ``forwarder``: the floor. Two protocol objects with ``__slots__`` and the two uvloop
-  transports, nothing else: what any Python proxy on uvloop holds per connection.
+- ``forwarder``: the floor (`bench.python_floor`). Two protocol objects with
+  ``__slots__`` and the two uvloop transports, nothing else: what any Python proxy on
+  uvloop holds per connection.
 - ``kproxy``: kproxy itself (`kproxy.app.serve`, uvloop, its defaults).
 
 Allocations made by uvloop without a Python frame above them are listed under asyncio's
@@ -29,59 +30,18 @@ import sys
 import tempfile
 import tracemalloc
 from collections.abc import Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import uvloop
 
+from bench.python_floor import ForwardedClient
 from kproxy.app import Running, Stop, serve
 from kproxy.config import parse_config
 from tests.peers.tansu import TansuBroker
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-class _BrokerSide(asyncio.Protocol):
-    __slots__ = ("client", "transport")
-
-    def __init__(self, client: _ClientSide) -> None:
-        self.client = client
-        self.transport: Any = None
-
-    def connection_made(self, transport: Any) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.client.transport.write(data)
-
-
-class _ClientSide(asyncio.Protocol):
-    __slots__ = ("broker", "pending", "target", "transport")
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.transport: Any = None
-        self.broker: _BrokerSide | None = None
-        self.pending: list[bytes] | None = None
-
-    def connection_made(self, transport: Any) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        if self.broker is not None:
-            self.broker.transport.write(data)
-        elif self.pending is not None:
-            self.pending.append(data)
-        else:
-            self.pending = [data]
-            asyncio.get_running_loop().create_task(self._dial())
-
-    async def _dial(self) -> None:
-        loop = asyncio.get_running_loop()
-        _, broker = await loop.create_connection(lambda: _BrokerSide(self), *self.target)
-        self.broker = broker
-        pending, self.pending = self.pending or [], None
-        broker.transport.writelines(pending)
 
 
 async def _hold(port: int, count: int, report: Callable[[], None]) -> None:
@@ -125,7 +85,7 @@ async def _forwarder(broker: tuple[str, int], count: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     before, after = _measured(count, out)
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: _ClientSide(broker), "127.0.0.1", 0)
+    server = await loop.create_server(partial(ForwardedClient, *broker), "127.0.0.1", 0)
     before()
     await _hold(server.sockets[0].getsockname()[1], count, after)
     server.close()

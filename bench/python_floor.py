@@ -21,13 +21,16 @@ from functools import partial
 from typing import cast
 
 
-class _Side(asyncio.Protocol):
-    """One end of a forwarded connection; ``peer`` is the other end."""
+class ForwardedSide(asyncio.Protocol):
+    """One end of a forwarded connection; ``peer`` is the other end. Slots, and nothing
+    allocated until needed: `bench.connection_floor` counts what an idle one holds."""
+
+    __slots__ = ("peer", "pending", "transport")
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.peer: _Side | None = None
-        self.pending: list[bytes] = []
+        self.peer: ForwardedSide | None = None
+        self.pending: list[bytes] | None = None  # read before the broker side was there
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -36,8 +39,10 @@ class _Side(asyncio.Protocol):
         peer = self.peer
         if peer is not None and peer.transport is not None:
             peer.transport.write(data)
+        elif self.pending is None:
+            self.pending = [data]
         else:
-            self.pending.append(data)  # the broker side is still being dialled
+            self.pending.append(data)
 
     def pause_writing(self) -> None:
         if self.peer is not None and self.peer.transport is not None:
@@ -52,7 +57,11 @@ class _Side(asyncio.Protocol):
             self.peer.transport.close()
 
 
-class _Client(_Side):
+class ForwardedClient(ForwardedSide):
+    """The client's end: dials ``backend`` as it is accepted."""
+
+    __slots__ = ("backend",)
+
     def __init__(self, host: str, port: int) -> None:
         super().__init__()
         self.backend = (host, port)
@@ -64,21 +73,22 @@ class _Client(_Side):
     async def _dial(self) -> None:
         loop = asyncio.get_running_loop()
         try:
-            _, upstream = await loop.create_connection(_Side, *self.backend)
+            _, upstream = await loop.create_connection(ForwardedSide, *self.backend)
         except OSError:
             if self.transport is not None:
                 self.transport.close()
             return
         upstream.peer, self.peer = self, upstream
         assert upstream.transport is not None
-        upstream.transport.writelines(self.pending)
-        self.pending = []
+        if self.pending is not None:
+            upstream.transport.writelines(self.pending)
+            self.pending = None
 
 
 async def _serve(routes: list[tuple[int, str, int]]) -> None:
     loop = asyncio.get_running_loop()
     servers = [
-        await loop.create_server(partial(_Client, host, port), "127.0.0.1", listen)
+        await loop.create_server(partial(ForwardedClient, host, port), "127.0.0.1", listen)
         for listen, host, port in routes
     ]
     stop = asyncio.Event()

@@ -11,7 +11,9 @@ The same pair is also measured through the runtime's connection glue as
 `kproxy run` builds it (`ClientConnection` and `UpstreamConnection` over the real
 services, observer, metrics and event log), with transports that drop what they are
 given: everything kproxy's own Python does per round trip except the event loop and the
-syscalls.
+syscalls. Beside them, `bench.least_pair` does the same pair's necessary work in one
+function per direction: the least Python such a pair needs, a yardstick for a path fused
+for this one case.
 
 ``--instructions`` counts instead of timing: the machine instructions one pair takes, as
 valgrind's callgrind counts them (a run of N pairs less a run of none, after the same
@@ -43,6 +45,7 @@ from kio.schema.produce.v10.request import PartitionProduceData, ProduceRequest,
 from kio.static.primitive import Records
 
 from bench.ab import compile_in_place
+from bench.least_pair import least_pair
 from bench.rewrite_bench import seconds_per_call
 from tests.kio_support import encode_request_frame
 from tests.session.test_session_playbook import produce_response
@@ -151,11 +154,15 @@ def runtime_pair(events_dir: Path) -> Callable[[], object]:
 def measure(repeat: int) -> dict[str, object]:
     import kproxy.session.session as module
 
-    with tempfile.TemporaryDirectory(prefix="kproxy-session-bench-") as events:
+    # The event log's writer thread may still be adding a file while the directory goes.
+    with tempfile.TemporaryDirectory(
+        prefix="kproxy-session-bench-", ignore_cleanup_errors=True
+    ) as events:
         runtime = seconds_per_call(runtime_pair(Path(events)), repeat)
     return {
         "us_per_pair": seconds_per_call(session_pair(), repeat) * 1e6,
         "runtime_us_per_pair": runtime * 1e6,
+        "least_us_per_pair": seconds_per_call(least_pair(*produce_pair()), repeat) * 1e6,
         "compiled": not str(module.__file__).endswith(".py"),
     }
 
@@ -165,8 +172,16 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 
 def _run_pairs(which: str, count: int) -> None:
     """Warm up, then `count` pairs of `which` (the process valgrind counts)."""
-    with tempfile.TemporaryDirectory(prefix="kproxy-session-bench-") as events:
-        run = runtime_pair(Path(events)) if which == "runtime" else session_pair()
+    # The event log's writer thread may still be adding a file while the directory goes.
+    with tempfile.TemporaryDirectory(
+        prefix="kproxy-session-bench-", ignore_cleanup_errors=True
+    ) as events:
+        builders: dict[str, Callable[[], Callable[[], object]]] = {
+            "runtime": lambda: runtime_pair(Path(events)),
+            "session": session_pair,
+            "least": lambda: least_pair(*produce_pair()),
+        }
+        run = builders[which]()
         for _ in range(200 + count):
             run()
 
@@ -179,7 +194,9 @@ def instructions_per_pair(which: str, pairs: int = 3000) -> int:
     def collected(count: int) -> int:
         argv = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
                 "-m", "bench.session_bench", "--run-pairs", which, str(count)]  # fmt: skip
-        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=True)
+        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv[-4:])} failed: {proc.stderr[-1500:]}")
         found = _COLLECTED.search(proc.stderr)
         if found is None:
             raise RuntimeError(f"no instruction count from callgrind: {proc.stderr[-500:]}")
@@ -224,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         _run_pairs(args.run_pairs[0], int(args.run_pairs[1]))
         return 0
     if args.instructions:
-        for which in ("session", "runtime"):
+        for which in ("session", "runtime", "least"):
             print(f"{which}: {instructions_per_pair(which):,} instructions per pair")
         return 0
     here = measure(args.repeat)
@@ -236,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "runtime glue, observer and metrics included: "
         f"{here['runtime_us_per_pair']:.2f} us ({kind})"
+    )
+    print(
+        "the least Python a pair needs (bench/least_pair.py, a yardstick, not kproxy): "
+        f"{here['least_us_per_pair']:.2f} us"
     )
     if args.compiled:
         built = measure_compiled(args.repeat)
