@@ -309,9 +309,10 @@ class HaproxyTls:
     server_name: str
 
 
-class HaproxyPeer(LoopbackPeer):
-    """haproxy in TCP mode: ``port`` -> ``backend``, plus one frontend per extra route
-    (``(listen port, backend)``, for clusters whose brokers advertise haproxy's ports)."""
+class ForwarderPeer(LoopbackPeer):
+    """A proxy that forwards bytes without parsing them: ``port`` -> ``backend``, plus one
+    listener per extra route (``(listen port, backend)``, for clusters whose brokers
+    advertise the forwarder's ports)."""
 
     stop_timeout = 5.0
 
@@ -322,15 +323,31 @@ class HaproxyPeer(LoopbackPeer):
         workdir: Path,
         port: int | None = None,
         extra_routes: list[tuple[int, str]] | None = None,
-        tls: HaproxyTls | None = None,
     ) -> None:
         self.name = name
         self.backend = backend
-        self.tls = tls
         self.workdir = workdir
         self.port = port or free_port()
         self.routes = [(self.port, backend), *(extra_routes or [])]
         self.process: PeerProcess | None = None
+
+    def _run(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Start ``argv`` and wait until every route's port listens."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.process = PeerProcess(
+            self.name, argv, log_path=self.workdir / f"{self.name}.log", env=env, cwd=REPO
+        ).start()
+        proc = self.process
+        for port, _ in self.routes:
+            wait_for_port(LOOPBACK, port, 15, alive=lambda: proc.running, what=self.name)
+
+
+class HaproxyPeer(ForwarderPeer):
+    """haproxy in TCP mode, one frontend per route."""
+
+    def __init__(self, *args: Any, tls: HaproxyTls | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tls = tls
 
     def config(self) -> str:
         # haproxy needs two descriptors a connection: maxconn 20,000 would not fit this
@@ -365,34 +382,13 @@ class HaproxyPeer(LoopbackPeer):
         self.workdir.mkdir(parents=True, exist_ok=True)
         cfg = self.workdir / f"{self.name}.cfg"
         cfg.write_text(self.config())
-        self.process = PeerProcess(
-            self.name, [exe, "-db", "-f", str(cfg)], log_path=self.workdir / f"{self.name}.log"
-        ).start()
-        proc = self.process
-        for port, _ in self.routes:
-            wait_for_port(LOOPBACK, port, 15, alive=lambda: proc.running, what=self.name)
+        self._run([exe, "-db", "-f", str(cfg)])
         return self
 
 
-class PythonFloorPeer(LoopbackPeer):
+class PythonFloorPeer(ForwarderPeer):
     """`bench.python_floor` on uvloop: a Python proxy that forwards bytes and parses
-    nothing, routed like haproxy (``port`` -> ``backend``, plus ``extra_routes``)."""
-
-    stop_timeout = 5.0
-
-    def __init__(
-        self,
-        name: str,
-        backend: str,
-        workdir: Path,
-        port: int | None = None,
-        extra_routes: list[tuple[int, str]] | None = None,
-    ) -> None:
-        self.name = name
-        self.workdir = workdir
-        self.port = port or free_port()
-        self.routes = [(self.port, backend), *(extra_routes or [])]
-        self.process: PeerProcess | None = None
+    nothing, one listener per route."""
 
     def start(self) -> PythonFloorPeer:
         argv = [sys.executable, "-m", "bench.python_floor"]
@@ -400,12 +396,7 @@ class PythonFloorPeer(LoopbackPeer):
             argv += ["--route", f"{port}={backend}"]
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-        self.process = PeerProcess(
-            self.name, argv, log_path=self.workdir / f"{self.name}.log", env=env, cwd=REPO
-        ).start()
-        proc = self.process
-        for port, _ in self.routes:
-            wait_for_port(LOOPBACK, port, 15, alive=lambda: proc.running, what=self.name)
+        self._run(argv, env)
         return self
 
 
