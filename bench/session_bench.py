@@ -151,13 +151,15 @@ def runtime_pair(events_dir: Path) -> Callable[[], object]:
     return run
 
 
+def _events_dir() -> tempfile.TemporaryDirectory[str]:
+    # The event log's writer thread can still be writing when the directory is removed.
+    return tempfile.TemporaryDirectory(prefix="kproxy-session-bench-", ignore_cleanup_errors=True)
+
+
 def measure(repeat: int) -> dict[str, object]:
     import kproxy.session.session as module
 
-    # The event log's writer thread may still be adding a file while the directory goes.
-    with tempfile.TemporaryDirectory(
-        prefix="kproxy-session-bench-", ignore_cleanup_errors=True
-    ) as events:
+    with _events_dir() as events:
         runtime = seconds_per_call(runtime_pair(Path(events)), repeat)
     return {
         "us_per_pair": seconds_per_call(session_pair(), repeat) * 1e6,
@@ -172,10 +174,7 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 
 def _run_pairs(which: str, count: int) -> None:
     """Warm up, then `count` pairs of `which` (the process valgrind counts)."""
-    # The event log's writer thread may still be adding a file while the directory goes.
-    with tempfile.TemporaryDirectory(
-        prefix="kproxy-session-bench-", ignore_cleanup_errors=True
-    ) as events:
+    with _events_dir() as events:
         builders: dict[str, Callable[[], Callable[[], object]]] = {
             "runtime": lambda: runtime_pair(Path(events)),
             "session": session_pair,

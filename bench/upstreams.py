@@ -186,7 +186,8 @@ class Upstream:
     def stop_forwarders(self) -> None:
         for peer in (self.haproxy, self.floor):
             if peer is not None:
-                peer.stop()
+                with contextlib.suppress(Exception):  # the next one is stopped all the same
+                    peer.stop()
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
