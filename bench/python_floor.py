@@ -1,6 +1,6 @@
 """The least a Python proxy on uvloop can do: forward bytes, parse nothing.
 
-    python -m bench.python_floor --route PORT=HOST:PORT [--route ...] [--loop uvloop|asyncio]
+    python -m bench.python_floor --route PORT=HOST:PORT [--route ...]
 
 Each route listens on loopback PORT and forwards every connection to HOST:PORT: two
 asyncio Protocols per connection, every read written straight to the other side, reading
@@ -19,6 +19,8 @@ import asyncio
 import signal
 from functools import partial
 from typing import cast
+
+import uvloop
 
 
 class ForwardedSide(asyncio.Protocol):
@@ -78,8 +80,11 @@ class ForwardedClient(ForwardedSide):
             if self.transport is not None:
                 self.transport.close()
             return
-        upstream.peer, self.peer = self, upstream
         assert upstream.transport is not None
+        if self.transport is None or self.transport.is_closing():
+            upstream.transport.close()  # the client left while its broker side was dialled
+            return
+        upstream.peer, self.peer = self, upstream
         if self.pending is not None:
             upstream.transport.writelines(self.pending)
             self.pending = None
@@ -108,14 +113,8 @@ def _route(text: str) -> tuple[int, str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.python_floor")
     parser.add_argument("--route", type=_route, action="append", required=True)
-    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     args = parser.parse_args(argv)
-    if args.loop == "uvloop":
-        import uvloop
-
-        uvloop.run(_serve(args.route))
-    else:
-        asyncio.run(_serve(args.route))
+    uvloop.run(_serve(args.route))
     return 0
 
 
