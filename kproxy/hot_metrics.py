@@ -59,45 +59,40 @@ class HotPathMetrics(Collector):
     # -- the hot path ------------------------------------------------------------------
     def count_frames(self, direction: str, frames: Iterable[tuple[int, int]]) -> None:
         """Frames of (api key, size) that went out in one direction."""
-        counts_of = self.frames
         for api_key, size in frames:
-            counts = counts_of.get((api_key, direction))
-            if counts is None:
-                counts = counts_of[(api_key, direction)] = [0, 0]
-            counts[0] += 1
-            counts[1] += size
+            self.frame(api_key, direction, size)
 
     def responses(self, responses: Iterable[ResponseSeen], done: float) -> None:
         """Each response's frame and latencies, all written to the client at `done`: one
         call for what a read from the broker released."""
-        counts_of, latency_of, bounds = self.frames, self.latency, self.bounds
         for seen in responses:
-            key = seen.api_key
-            counts = counts_of.get((key, "response"))
-            if counts is None:
-                counts = counts_of[(key, "response")] = [0, 0]
-            counts[0] += 1
-            counts[1] += seen.size
-            latency = latency_of.get(key)
-            if latency is None:
-                latency = latency_of[key] = _Latency(len(bounds))
-            total, upstream = done - seen.received, seen.upstream_seconds
-            latency.total_buckets[bisect_left(bounds, total)] += 1
-            latency.total_sum += total
-            latency.upstream_buckets[bisect_left(bounds, upstream)] += 1
-            latency.upstream_sum += upstream
+            self.response_forwarded(
+                seen.api_key, seen.size, done - seen.received, seen.upstream_seconds
+            )
+
+    def response_forwarded(
+        self, api_key: int, size: int, total_seconds: float, upstream_seconds: float
+    ) -> None:
+        """One response's frame and latencies (the fast lane's: one call)."""
+        self.frame(api_key, "response", size)
+        self.response(api_key, total_seconds, upstream_seconds)
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
-        self.count_frames(direction, ((api_key, size),))
+        counts = self.frames.get((api_key, direction))
+        if counts is None:
+            counts = self.frames[(api_key, direction)] = [0, 0]
+        counts[0] += 1
+        counts[1] += size
 
     def response(self, api_key: int, total_seconds: float, upstream_seconds: float) -> None:
         latency = self.latency.get(api_key)
         if latency is None:
             latency = self.latency[api_key] = _Latency(len(self.bounds))
         # A bucket counts values <= its bound: bisect_left finds the first bound >= value.
-        latency.total_buckets[bisect_left(self.bounds, total_seconds)] += 1
+        bounds = self.bounds
+        latency.total_buckets[bisect_left(bounds, total_seconds)] += 1
         latency.total_sum += total_seconds
-        latency.upstream_buckets[bisect_left(self.bounds, upstream_seconds)] += 1
+        latency.upstream_buckets[bisect_left(bounds, upstream_seconds)] += 1
         latency.upstream_sum += upstream_seconds
 
     # -- a scrape ----------------------------------------------------------------------

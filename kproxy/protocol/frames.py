@@ -15,7 +15,7 @@ a `FrameStart` to have that frame returned whole instead.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from kproxy.protocol.errors import FrameTooLarge, NegativeFrameSize, NotKafka
 from kproxy.protocol.primitives import INT32
@@ -171,12 +171,19 @@ class FrameReader:
         `FrameStart` and `FrameMore` pieces (see the module's docstring)."""
         # Most reads of a proxied connection are one whole frame and nothing else, with
         # nothing of another frame in hand: taken here at the cost of one size check.
-        if type(data) is bytes and self._need < 0 and not self._head and not self._first:
-            n = len(data)
-            if n >= 4 and _size(data, 0)[0] + 4 == n and n - 4 <= self.max_frame_bytes:
-                self.whole = data
-                return [memoryview(data)[4:]]
+        if self.alone(data):
+            self.whole = data
+            return [memoryview(data)[4:]]
         return self._feed(data, self.stream_after > 0)
+
+    def alone(self, data: bytes | bytearray | memoryview) -> TypeGuard[bytes]:
+        """Whether `data` is one whole frame and nothing else, as ``bytes``, with nothing
+        of another frame in hand and the stream's first frame already checked: what
+        `feed_through` would return as that one frame, with `whole` set."""
+        if type(data) is not bytes or self._need >= 0 or self._head or self._first:
+            return False
+        n = len(data)
+        return n >= 4 and _size(data, 0)[0] + 4 == n and n - 4 <= self.max_frame_bytes
 
     def _feed(self, data: bytes | bytearray | memoryview, stream: bool) -> list[Any]:
         frames: list[Any] = []

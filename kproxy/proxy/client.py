@@ -107,6 +107,14 @@ class ClientConnection(asyncio.Protocol):
                 return
         now = self.last_active = _now()
         svc = self.services
+        upstream = self.upstream
+        if upstream is not None and upstream.transport is not None and not self.draining:
+            # One whole request read alone: the session's fast lane (kproxy.session.fast_lane).
+            key = self.session.request_alone(data, now)
+            if key >= 0:
+                upstream.transport.write(data)
+                svc.observer.request_forwarded(key, len(data) - 4)
+                return
         step = self.session.client_bytes(data, now)
         if step.to_client:
             self._write_client(step.to_client)
@@ -209,6 +217,14 @@ class ClientConnection(asyncio.Protocol):
             return
         svc = self.services
         now = self.last_active = _now()
+        req = None if self.draining else self.session.response_alone(data)
+        if req is not None:  # one plain response read alone (kproxy.session.fast_lane)
+            if self.tls is None:
+                transport.write(data)
+            else:
+                transport.write(self.tls.send([data]))
+            svc.observe_response(req, len(data) - 4, now - req.received, _now())
+            return
         step = self.session.upstream_bytes(data, now)
         while step.nodes_needing_listeners:
             svc.learned(step)

@@ -15,6 +15,7 @@ from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import Connection, ConnectionRegistry
 from kproxy.session import SessionClose, SessionLimits, UpstreamStep
 from kproxy.session.policy import ApiPolicy
+from kproxy.session.records import InFlight
 from kproxy.tls import ServerTls
 from kproxy.tls import failure_reason as tls_failure_reason
 from kproxy.tls import failure_text as tls_failure_text
@@ -122,6 +123,15 @@ class ConnectionServices:
             tls_failure_text(exc),
         )
         conn.close("tls_handshake_failed")
+
+    def observe_response(
+        self, req: InFlight, size: int, upstream_seconds: float, done: float
+    ) -> None:
+        """One response the fast lane forwarded (nothing in it but its frame and
+        latencies to report), after the write."""
+        if not self.discovery.reached:
+            self.discovery.mark_reached()
+        self.observer.response_forwarded(req, size, upstream_seconds, done)
 
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
         """Hand what a step forwarded to the observer: after the write, never before

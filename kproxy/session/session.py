@@ -1,14 +1,14 @@
-"""One client connection's rules, sans-IO: bytes in from either side, chunks out.
+"""One client connection's rules, sans-IO: bytes in from either side, chunks out (the
+commonest read each way, one whole frame, may take `kproxy.session.fast_lane` instead).
 
 Requests flow client -> upstream with only their header parsed (and the few requests
 that carry endpoints mapped back to the cluster's own addresses); responses flow
 upstream -> client, walked when their (api, version) can carry endpoints or leadership,
 rewritten so that only kproxy addresses reach the client.
 
-A response that names a node kproxy has no listener for yet is held back: the step lists
-the nodes, the runtime opens their listeners, and `listeners_opened` rewrites and releases
-what was held. So a client told about a new node can connect to it at once (the kernel
-queues it), and in the OS-chosen port mode the port it is told is the one really got.
+A response naming a node with no kproxy listener yet is held back: the step lists the
+nodes, the runtime opens their listeners, `listeners_opened` rewrites and releases it. A
+client told of a new node can dial it at once, on the port (OS-chosen or not) really got.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from kproxy.session.admission import (
     api_versions_fallback,
     refuse,
 )
+from kproxy.session.fast_lane import FastLane
 from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.records import Frame, Held, InFlight, SessionLimits, frame_bytes
@@ -56,14 +57,13 @@ Whole = bytes | None  # a chunk that was exactly one frame (`FrameReader.whole`)
 _pack_size = INT32.pack
 _corr_id = INT32.unpack_from
 _api_key = INT16.unpack_from
-# Requests at least this large (Produce batches) are forwarded as they arrive rather than
-# gathered whole first: cut-through saves a copy and the time to receive the whole frame
-# before sending its first byte. Their header and Produce acks are within these bytes
-# (a client id is at most 32,767 bytes, a transactional id likewise).
+# Requests at least this large (Produce batches) pass as they arrive (cut-through: no copy,
+# no wait for the last byte before sending the first). Their header and Produce acks lie
+# within these bytes (client and transactional ids are at most 32,767 bytes each).
 STREAM_REQUESTS_AFTER = 65536
 
 
-class ProxySession:
+class ProxySession(FastLane):
     """The rules of one client connection and the broker connection serving it."""
 
     __slots__ = (

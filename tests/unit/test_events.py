@@ -390,3 +390,37 @@ def test_docs_list_every_event_type_and_field() -> None:
         assert documented == list(fields), event_type
     for field in COMMON_FIELDS:
         assert f"| `{field}` |" in doc
+
+
+def test_the_fast_lane_reports_what_the_general_path_reports(tmp_path: Path) -> None:
+    """A request and a response the session's fast lane forwarded are counted, timed and
+    sampled as the same ones reported through a step (`requests_forwarded`,
+    `responses_forwarded`)."""
+    from prometheus_client import generate_latest
+
+    from kproxy.session.records import InFlight
+
+    reports = []
+    for name in ("lane", "general"):
+        o = Observability(
+            settings_for(tmp_path / name, request_sample_rate=1.0), runtime_collectors=False
+        )
+        for i, (key, version, size, upstream) in enumerate(
+            [(0, 11, 120, 0.003), (12, 4, 40, 0.0005), (0, 9, 5000, 2.5)]
+        ):
+            received, done = 10.0 + i, 10.0 + i + upstream + 0.0002
+            if name == "lane":
+                o.request_forwarded(key, size)
+                o.response_forwarded(InFlight(key, version, 1, "app", received), 64, upstream, done)
+            else:
+                o.requests_forwarded([(key, size)])
+                seen = ResponseSeen(
+                    key, version, "app", 64, received, upstream, None, frozenset(), 0, 0
+                )
+                o.responses_forwarded([seen], done)
+        o.close()
+        samples = [x | {"ts": None} for x in read_lines(tmp_path / name)]
+        reports.append((generate_latest(o.metrics.registry), samples))
+    assert reports[0] == reports[1]
+    assert b'kproxy_frames_total{api="Produce",direction="response"} 2.0' in reports[0][0]
+    assert [x["type"] for x in reports[0][1]] == ["request_sample"] * 3

@@ -1,0 +1,321 @@
+"""The fast lane (`kproxy.session.fast_lane`) against the general path, on the same
+reads (hypothesis; every frame built by kio or by hand, never by kproxy).
+
+Two sessions are given the same reads from both sides, whole, split or run together:
+one as the runtime drives it (the lane first, the general path for what it leaves),
+one through the general path alone. After every read both must have sent the same
+bytes each way, admitted the same requests, reported the same responses with the same
+facts and latencies, paused, resumed and closed alike, and be left in the same state.
+A lane that took a read the general path would have treated otherwise (walked,
+rewritten, refused, held, closed on) fails here.
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from typing import Any
+
+from hypothesis import event, given, settings, target
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+from kio.schema.heartbeat.v4.request import HeartbeatRequest
+from kio.schema.heartbeat.v4.response import HeartbeatResponse
+
+from kproxy.session import ProxySession, SessionLimits
+from kproxy.session.admission import CLIENT_REFUSED_APIS
+from kproxy.session.policy import ApiPolicy
+from tests.kio_support import encode_request_frame, encode_response_frame
+from tests.session.test_session_playbook import (
+    address_map,
+    joined,
+    metadata_request,
+    metadata_response,
+    produce_redirect,
+    produce_request,
+    produce_response,
+    request_with,
+)
+
+HEARTBEAT = 12
+BROKERS = [(1, "broker-1.invalid", 9092), (2, "broker-2.invalid", 9092)]
+
+
+def heartbeat_request(corr: int, client_id: str | None = "app") -> bytes:
+    msg = HeartbeatRequest(group_id="g", generation_id=1, member_id="m", group_instance_id=None)
+    return encode_request_frame(msg, corr, client_id)
+
+
+def heartbeat_response(corr: int) -> bytes:
+    msg = HeartbeatResponse(throttle_time=datetime.timedelta(0), error_code=ErrorCode.none)
+    return encode_response_frame(msg, corr)
+
+
+def with_header_tag(request: bytes, client_id_length: int) -> bytes:
+    """The same flexible request with one (empty) tagged field in its header."""
+    at = 4 + 10 + client_id_length  # the header's tagged-field count
+    body = request[4:at] + b"\x01\x00\x00" + request[at + 1 :]
+    return struct.pack(">i", len(body)) + body
+
+
+def client_piece(kind: int, corr: int) -> bytes:
+    pieces = [
+        lambda: produce_request(corr, acks=1),
+        lambda: produce_request(corr, acks=-1),
+        lambda: produce_request(corr, acks=0),
+        lambda: heartbeat_request(corr),
+        lambda: heartbeat_request(corr, client_id=None),
+        lambda: with_header_tag(heartbeat_request(corr), 3),
+        lambda: request_with(HEARTBEAT, 0, corr, b"\x00\x01g\x00\x00\x00\x01\x00\x01m"),
+        lambda: request_with(HEARTBEAT, 4, corr),  # flexible, its tagged fields missing
+        lambda: metadata_request(corr),
+        lambda: request_with(18, 0, corr),  # ApiVersions v0
+        lambda: request_with(62, 0, corr),  # the controller plane
+        lambda: request_with(9999, 0, corr),  # no such API
+        lambda: struct.pack(">i", 12) + struct.pack(">hhih", 12, 0, corr, 2) + b"\xff\xfe",
+    ]
+    return pieces[kind % len(pieces)]()
+
+
+def upstream_piece(kind: int, corr: int) -> bytes:
+    pieces = [
+        lambda: produce_response(corr),
+        lambda: produce_response(corr, ErrorCode.not_enough_replicas),
+        lambda: produce_redirect(corr, 2, "broker-2.invalid", 9092),
+        lambda: heartbeat_response(corr),
+        lambda: metadata_response(corr, BROKERS),
+        lambda: struct.pack(">ii", 4, corr),  # a correlation id and nothing more
+        lambda: struct.pack(">iib", 5, corr, 1),  # a tagged-field count with no field
+        lambda: struct.pack(">i", 2) + b"\x00\x00",  # shorter than a correlation id
+    ]
+    return pieces[kind % len(pieces)]()
+
+
+class Driven:
+    """A session, and what each read made of it, normalised to compare."""
+
+    def __init__(
+        self, lane: bool, max_in_flight: int, denied: frozenset[int], awaits: bool, taken: int = 0
+    ) -> None:
+        self.lane = lane
+        self.taken = taken  # reads the lane took (over the connections of one example)
+        self.session = ProxySession(
+            address_map(open_nodes=(1, 2)),
+            SessionLimits(1 << 20, max_in_flight),
+            CLIENT_REFUSED_APIS,
+            ApiPolicy("test", denied),
+            None,
+            lambda client_id: awaits,
+        )
+        self.closed = False
+
+    def client(self, data: bytes, now: float) -> tuple[Any, ...]:
+        s = self.session
+        if self.lane:
+            key = s.request_alone(data, now)
+            if key >= 0:
+                self.taken += 1
+                return ("client", data, b"", [(key, len(data) - 4)], False, 0, [], None)
+        step = s.client_bytes(data, now)
+        self.closed = step.close is not None
+        return (
+            "client",
+            joined(step.to_upstream),
+            joined(step.to_client),
+            step.requests,
+            step.pause_reading,
+            step.held,
+            step.refused,
+            None if step.close is None else step.close.cause,
+        )
+
+    def upstream(self, data: bytes, now: float) -> tuple[Any, ...]:
+        s = self.session
+        if self.lane:
+            req = s.response_alone(data)
+            if req is not None:
+                self.taken += 1
+                seen = (req.api_key, req.version, req.client_id, len(data) - 4, req.received)
+                facts = (*seen, now - req.received, None, frozenset(), 0, 0)
+                return ("upstream", data, b"", [], [facts], [], False, None)
+        step = s.upstream_bytes(data, now)
+        while step.nodes_needing_listeners:
+            step = s.listeners_opened(now, step)
+        self.closed = step.close is not None
+        responses = [
+            (
+                r.api_key,
+                r.version,
+                r.client_id,
+                r.size,
+                r.received,
+                r.upstream_seconds,
+                r.leaders,
+                r.endpoint_nodes,
+                r.rewritten,
+                r.removed,
+            )
+            for r in step.responses
+        ]
+        return (
+            "upstream",
+            joined(step.to_client),
+            joined(step.to_upstream),
+            step.requests,
+            responses,
+            step.refused,
+            step.resume_reading,
+            None if step.close is None else step.close.cause,
+        )
+
+    def state(self) -> tuple[Any, ...]:
+        s = self.session
+        return (
+            len(s.inflight),
+            s.inflight.unanswered,
+            s.answering,
+            s.client_bytes_pending,
+            s.waiting_bytes,
+            s.streaming_request,
+        )
+
+
+def reads_of(pieces: list[bytes], cut: int, mode: int) -> list[bytes]:
+    """How one side's next bytes arrive: each alone, one split in two, or run together."""
+    if mode == 0 or not pieces:
+        return pieces
+    if mode == 1:
+        first = pieces[0]
+        at = cut % (len(first) + 1)
+        return [b for b in (first[:at], first[at:]) if b] + pieces[1:]
+    return [b"".join(pieces)]
+
+
+# A client request kind -> the upstream kinds that answer it (for a round trip).
+ANSWERS = {0: (0, 1, 2), 1: (0, 1, 2), 3: (3,), 4: (3,), 5: (3,), 6: (3,), 8: (4,)}
+PIECES = st.lists(st.tuples(st.integers(0, 15), st.integers(1, 5)), min_size=1, max_size=3)
+ROUND_TRIP = st.tuples(st.just("round trip"), st.sampled_from(sorted(ANSWERS)), st.integers(0, 2))
+ACTIONS = st.lists(
+    st.one_of(
+        # Any pieces from one side: whole, split or run together, valid or not.
+        st.tuples(
+            st.sampled_from(["client", "upstream"]),
+            PIECES,
+            st.integers(0, 1 << 16),  # where a split falls
+            st.sampled_from([0, 0, 0, 1, 2]),  # alone (most reads), split, run together
+        ),
+        # A round trip: a valid request and an answer to it, each read alone (drawn
+        # more often: the lane's case, and what keeps a connection open to the end).
+        ROUND_TRIP,
+        ROUND_TRIP,
+        ROUND_TRIP,
+    ),
+    min_size=3,
+    max_size=30,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    ACTIONS,
+    st.sampled_from([2, 3, 100]),
+    st.sampled_from([frozenset(), frozenset({HEARTBEAT})]),
+    st.booleans(),
+)
+def test_the_lane_and_the_general_path_agree(
+    actions: list[tuple[Any, ...]],
+    max_in_flight: int,
+    denied: frozenset[int],
+    awaits: bool,
+) -> None:
+    fast = Driven(True, max_in_flight, denied, awaits)
+    general = Driven(False, max_in_flight, denied, awaits)
+    now = 1.0
+    for i, action in enumerate(actions):
+        reads: list[tuple[str, bytes]]
+        if action[0] == "round trip":
+            _, kind, answer = action
+            corr = 1000 + i  # not among the pieces' correlation ids
+            answers = ANSWERS[kind]
+            reads = [
+                ("client", client_piece(kind, corr)),
+                ("upstream", upstream_piece(answers[answer % len(answers)], corr)),
+            ]
+        else:
+            side, picks, cut, mode = action
+            make = client_piece if side == "client" else upstream_piece
+            pieces = [make(kind, corr) for kind, corr in picks]
+            reads = [(side, data) for data in reads_of(pieces, cut, mode)]
+        for side, data in reads:
+            now += 0.001
+            if side == "client":
+                assert fast.client(data, now) == general.client(data, now)
+            else:
+                assert fast.upstream(data, now) == general.upstream(data, now)
+            assert fast.state() == general.state()
+            if general.closed:  # the runtime closes the pair: the next one starts afresh
+                fast = Driven(True, max_in_flight, denied, awaits, fast.taken)
+                general = Driven(False, max_in_flight, denied, awaits)
+                break
+    event("the lane took a read" if fast.taken else "the lane took no read")
+    target(float(fast.taken), label="reads the lane took")
+
+
+def pair(lane: Driven, request: bytes, response: bytes) -> int:
+    """A request and its response each read alone: how many the lane took."""
+    before = lane.taken
+    lane.client(request, 1.0)
+    lane.upstream(response, 1.5)
+    return lane.taken - before
+
+
+def warmed(max_in_flight: int = 100, denied: frozenset[int] = frozenset()) -> Driven:
+    """A lane session past each side's first frame (checked by the general path)."""
+    driven = Driven(True, max_in_flight, denied, awaits=False)
+    assert pair(driven, heartbeat_request(100), heartbeat_response(100)) == 0
+    return driven
+
+
+def test_the_lane_takes_the_commonest_reads() -> None:
+    driven = warmed()
+    assert pair(driven, produce_request(1, acks=1), produce_response(1)) == 2
+    assert pair(driven, heartbeat_request(2), heartbeat_response(2)) == 2
+    assert pair(driven, heartbeat_request(3, client_id=None), heartbeat_response(3)) == 2
+    assert len(driven.session.inflight) == 0
+
+
+def test_the_lane_leaves_what_the_general_path_must_decide() -> None:
+    driven = warmed()
+    # A response kproxy walks (its request, carrying no endpoint, is taken).
+    assert pair(driven, metadata_request(1), metadata_response(1, BROKERS)) == 1
+    # A request kproxy answers itself, or that expects no response.
+    assert pair(driven, request_with(18, 0, 2), b"") == 0
+    driven.client(produce_request(2, acks=0), 1.0)
+    assert driven.taken == 1
+    # A Produce response with an error or a leader hint is walked: the request is taken.
+    errored = produce_response(3, ErrorCode.not_enough_replicas)
+    assert pair(driven, produce_request(3, acks=1), errored) == 1
+    redirect = produce_redirect(4, 2, "broker-2.invalid", 9092)
+    assert pair(driven, produce_request(4, acks=1), redirect) == 1
+    assert driven.taken == 3
+    # Two frames in one read, or one frame in two reads.
+    both = heartbeat_request(5) + heartbeat_request(6)
+    assert driven.client(both, 1.0)[3] == [(HEARTBEAT, len(both) // 2 - 4)] * 2
+    driven.upstream(heartbeat_response(5)[:7], 1.0)
+    assert driven.taken == 3
+
+
+def test_the_lane_leaves_a_client_awaiting_a_success_to_the_walk() -> None:
+    driven = Driven(True, 100, frozenset(), awaits=True)
+    pair(driven, heartbeat_request(100), heartbeat_response(100))
+    assert pair(driven, produce_request(1, acks=1), produce_response(1)) == 1
+
+
+def test_the_lane_leaves_a_denied_api_and_the_last_in_flight_slot() -> None:
+    driven = warmed(denied=frozenset({HEARTBEAT}))
+    assert driven.client(heartbeat_request(1), 1.0)[6] == [HEARTBEAT]  # refused
+    assert driven.taken == 0
+    full = warmed(max_in_flight=2)
+    full.client(heartbeat_request(1), 1.0)
+    assert full.client(heartbeat_request(2), 1.0)[4] is True  # the general path paused
+    assert full.taken == 1
