@@ -31,6 +31,7 @@ from kproxy.protocol.apis import (
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.frames import FrameReader
+from kproxy.protocol.primitives import INT32
 from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.requests import produce_acks
 from kproxy.session.policy import ApiPolicy
@@ -39,7 +40,7 @@ from kproxy.session.streaming import StreamedResponse
 
 # Size, api key, version, correlation id, client id length: a header v1/v2 request.
 _request_start = struct.Struct(">ihhih").unpack_from
-_correlation_id = struct.Struct(">i").unpack_from
+_correlation_id = INT32.unpack_from
 
 
 def _lane_requests() -> dict[tuple[int, int], tuple[int, int]]:
