@@ -66,16 +66,9 @@ class HotPathMetrics(Collector):
         """Each response's frame and latencies, all written to the client at `done`: one
         call for what a read from the broker released."""
         for seen in responses:
-            self.response_forwarded(
-                seen.api_key, seen.size, done - seen.received, seen.upstream_seconds
-            )
-
-    def response_forwarded(
-        self, api_key: int, size: int, total_seconds: float, upstream_seconds: float
-    ) -> None:
-        """One response's frame and latencies (the fast lane's: one call)."""
-        self.frame(api_key, "response", size)
-        self.response(api_key, total_seconds, upstream_seconds)
+            key = seen.api_key
+            self.frame(key, "response", seen.size)
+            self.response(key, done - seen.received, seen.upstream_seconds)
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
         counts = self.frames.get((api_key, direction))

@@ -31,7 +31,6 @@ from kproxy.metrics import KproxyMetrics
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.proxy.observer import ProxyObserver
-from kproxy.session.records import InFlight
 from kproxy.session.steps import ResponseSeen
 
 if TYPE_CHECKING:
@@ -196,20 +195,6 @@ class Observability(ProxyObserver):
         rate = self.sample_rate
         if rate > 0.0 and client_id != self.own_client_id and self._sample() < rate:
             self._request_sample(api_key, version, client_id, total_seconds, upstream_seconds)
-
-    # The fast lane's one request or response (kproxy.session.fast_lane): straight to the
-    # counts, as ProxyObserver's would through `frame` and `response`.
-    def request_forwarded(self, api_key: int, size: int) -> None:
-        self.hot.frame(api_key, "request", size)
-
-    def response_forwarded(
-        self, req: InFlight, size: int, upstream_seconds: float, done: float
-    ) -> None:
-        key, total = req.api_key, done - req.received
-        self.hot.response_forwarded(key, size, total, upstream_seconds)
-        rate = self.sample_rate
-        if rate > 0.0 and req.client_id != self.own_client_id and self._sample() < rate:
-            self._request_sample(key, req.version, req.client_id, total, upstream_seconds)
 
     # What every read forwards: one call each way, not one per frame (kproxy.hot_metrics).
     def requests_forwarded(self, requests: list[tuple[int, int]]) -> None:

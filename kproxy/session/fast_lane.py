@@ -125,6 +125,16 @@ class FastLane:
         inflight.add(correlation_id, InFlight(key, version, headers[1], client_id, now))
         return key
 
+    def _plain_produce(self, frame: memoryview, body: int, req: InFlight) -> bool:
+        """No error, no leader hint, no client awaiting a success: nothing to walk (the
+        general path's test too)."""
+        awaits = self.awaits_success
+        return (
+            awaits is not None
+            and not awaits(req.client_id)
+            and produce_response_is_plain(frame, body, req.version)
+        )
+
     def response_alone(self, data: bytes) -> InFlight | None:
         """Take a read that is one whole response the general path would forward as it
         came, at once (nothing to walk, clamp or rewrite, nothing held before it, no
@@ -141,14 +151,12 @@ class FastLane:
             return None
         key = req.api_key
         if key in WALKED_RESPONSES:
-            # Walked unless plain and no client waits for a success (`_plain_produce`).
-            awaits = self.awaits_success
-            if key != PRODUCE or awaits is None or awaits(req.client_id):
+            if key != PRODUCE:
                 return None
             body = 4 if req.header_version == 0 else 5  # within the frame
             if body == 5 and (len(data) < 9 or data[8] != 0):  # a tagged field, or none
                 return None
-            if not produce_response_is_plain(memoryview(data)[4:], body, req.version):
+            if not self._plain_produce(memoryview(data)[4:], body, req):
                 return None
         elif key == API_VERSIONS:
             return None

@@ -28,7 +28,6 @@ from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import parse_request_header, parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
-from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.rewriter import rewrite
 from kproxy.protocol.walker import (
     MAX_REQUEST_ENDPOINTS,
@@ -361,15 +360,6 @@ class ProxySession(FastLane):
         if walked is not None:
             self._learn(stream.request.api_key, walked, step, needed)
         self._held.append(stream)  # its tail, released in order with what follows
-
-    def _plain_produce(self, frame: memoryview, body: int, req: InFlight) -> bool:
-        """No error, no leader hint, no client awaiting a success: nothing to walk."""
-        awaits = self.awaits_success
-        return (
-            awaits is not None
-            and not awaits(req.client_id)
-            and produce_response_is_plain(frame, body, req.version)
-        )
 
     def _mapping_for(self, api_key: int) -> AddressMapping:
         quorum = self.controllers if api_key in QUORUM_RESPONSES else None
