@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,7 @@ from bench.report import rounds_of, series
 from bench.stats import ratio_summary, summarize
 
 REPO = Path(__file__).resolve().parents[1]
-KPROXY_PATHS = ("kproxy-uvloop", "kproxy-base")
+KPROXY_PATHS = ("kproxy-uvloop", "kproxy-compiled", "kproxy-base")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,6 +47,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--python-floor",
         action="store_true",
         help="also run bench.python_floor: Python on uvloop forwarding bytes, parsing nothing",
+    )
+    p.add_argument(
+        "--compiled",
+        action="store_true",
+        help="also run kproxy-compiled: this checkout built with mypyc, as the image runs it",
     )
     p.add_argument(
         "--compile-baseline",
@@ -81,6 +87,17 @@ def compile_in_place(source: Path) -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )
+
+
+def compiled_copy(into: Path, source: Path = REPO) -> Path:
+    """``source``'s kproxy and build files copied into ``into`` and compiled there with
+    mypyc: the build the container image runs (Dockerfile)."""
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(source / name, into / name)
+    skip = shutil.ignore_patterns("*.so", "__pycache__")
+    shutil.copytree(source / "kproxy", into / "kproxy", ignore=skip)
+    compile_in_place(into)
+    return into
 
 
 def _span(s: dict[str, Any], fmt: str) -> str:
@@ -132,6 +149,8 @@ def main_ab(args: argparse.Namespace) -> int:
         raise SystemExit(f"unknown workload {args.workload!r} (python -m bench list)")
     paths = ["direct", *([] if args.no_haproxy else ["haproxy"])]
     paths += [*(["python-floor"] if args.python_floor else []), "kproxy-uvloop"]
+    if args.compiled:
+        paths.append("kproxy-compiled")
     if args.baseline:
         paths.append("kproxy-base")
     out = args.out or Path(tempfile.mkdtemp(prefix="kproxy-ab-results-"))

@@ -231,7 +231,7 @@ def render_kproxy_resources(results: dict[str, Any]) -> list[str]:
     rows = []
     for name in results.get("workloads", {}):
         summary = workload_summary(results, name)
-        for path in ("kproxy-uvloop", "kproxy-asyncio"):
+        for path in ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled"):
             cells = summary.get(path)
             if cells is None or not cells["kproxy:cpu_s_per_gb_wire"].get("n"):
                 continue

@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
+from bench.ab import compiled_copy
 from bench.peers import (
     BENCH,
     KROXYLICIOUS_VERSION,
@@ -387,8 +389,28 @@ class Harness:
         else:
             up = MockUpstream(wd)
         up.baseline_source = self.opts.baseline_source
+        up.compiled_source = self._compiled_source()
         up.want_floor = "python-floor" in self.paths
         return up
+
+    def _compiled_source(self) -> Path | None:
+        """This checkout built with mypyc in the work directory, once, when the run
+        measures kproxy-compiled (None when it does not, or the build fails: the path is
+        then reported unavailable)."""
+        if "kproxy-compiled" not in self.paths:
+            return None
+        where = self.workdir / "compiled-source"
+        if not where.exists():
+            where.mkdir()
+            self.log("building kproxy with mypyc for kproxy-compiled")
+            try:
+                compiled_copy(where)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                self.log(f"kproxy-compiled: the mypyc build failed: {_one_line(exc)}")
+                shutil.rmtree(where, ignore_errors=True)
+                where.mkdir()
+                (where / "FAILED").touch()
+        return None if (where / "FAILED").exists() else where
 
     def _set_status(self, path: str, upstream: str, status: str) -> None:
         self.results["paths"][path]["status"][upstream] = status

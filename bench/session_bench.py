@@ -46,7 +46,7 @@ from pathlib import Path
 from kio.schema.produce.v10.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import Records
 
-from bench.ab import compile_in_place
+from bench.ab import compiled_copy
 from bench.least_pair import least_pair
 from bench.rewrite_bench import seconds_per_call
 from tests.kio_support import encode_request_frame
@@ -220,11 +220,7 @@ def instructions_per_pair(which: str, pairs: int = 3000) -> int:
 def measure_compiled(repeat: int) -> dict[str, object]:
     """The same, on a mypyc build of this source in a temporary copy."""
     with tempfile.TemporaryDirectory(prefix="kproxy-compiled-") as tmp:
-        copy = Path(tmp)
-        for name in ("setup.py", "pyproject.toml", "README.md"):
-            shutil.copy(REPO / name, copy / name)
-        shutil.copytree(REPO / "kproxy", copy / "kproxy")
-        compile_in_place(copy)
+        copy = compiled_copy(Path(tmp))
         # The copy first on the path: its compiled kproxy, this checkout's bench and tests.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(REPO)])}
         run = subprocess.run(

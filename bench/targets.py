@@ -24,7 +24,7 @@ from typing import Any
 from bench.report import Verdict, fmt_ratio, fmt_summary, rounds_of, series
 from bench.stats import ratio_summary, summarize
 
-KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio")
+KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled")
 THROUGHPUT = 0.95
 BELOW_HAPROXY = 0.05
 CPU_PER_GB_VS_HAPROXY = 1.3

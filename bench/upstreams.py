@@ -50,6 +50,7 @@ ALL_PATHS = (
     "grepplabs",
     "kproxy-uvloop",
     "kproxy-asyncio",
+    "kproxy-compiled",
     "kproxy-base",
 )
 #: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`;
@@ -65,6 +66,7 @@ PATH_DESCRIPTIONS = {
     "grepplabs": "grepplabs kafka-proxy (Go)",
     "kproxy-uvloop": "kproxy on uvloop",
     "kproxy-asyncio": "kproxy on the standard asyncio loop",
+    "kproxy-compiled": "kproxy on uvloop, its hot path built with mypyc (the container image)",
     "kproxy-base": "kproxy on uvloop, at the baseline revision (bench ab --baseline)",
 }
 
@@ -144,6 +146,8 @@ class Upstream:
         self.floor_error: str | None = f"no python-floor side on {type(self).__name__}"
         #: A checkout of the baseline revision, for the kproxy-base path.
         self.baseline_source: Path | None = None
+        #: This checkout's mypyc build (bench.ab.compiled_copy), for kproxy-compiled.
+        self.compiled_source: Path | None = None
 
     # -- addresses ---------------------------------------------------------------------
     def direct_bootstrap(self) -> str:
@@ -217,12 +221,16 @@ class Upstream:
                     "front a multi-broker cluster"
                 )
             return TansuProxyPeer(self.proxy_target(), workdir=wd, stop_grace=2.0).start()
-        if path in ("kproxy-uvloop", "kproxy-asyncio", "kproxy-base"):
+        if path in ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base"):
             servers = self.proxy_target().split(",")
             if path == "kproxy-base":
                 if self.baseline_source is None:
                     raise Unavailable("no baseline revision (python -m bench ab --baseline REV)")
                 return KproxyPeer(path, "uvloop", servers, wd, source=self.baseline_source).start()
+            if path == "kproxy-compiled":
+                if self.compiled_source is None:
+                    raise Unavailable("the mypyc build was not made (a C compiler and mypy)")
+                return KproxyPeer(path, "uvloop", servers, wd, source=self.compiled_source).start()
             return KproxyPeer(path, path.split("-", 1)[1], servers, wd).start()
         if path == "kroxylicious":
             return KroxyliciousPeer(path, self.proxy_target(), self.node_ids, wd).start()

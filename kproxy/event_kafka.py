@@ -177,7 +177,7 @@ class KafkaSink:
 
     def _create_topic(self, config: dict[str, Any]) -> None:
         from confluent_kafka import KafkaError, KafkaException
-        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined, unused-ignore]
 
         s = self.settings
         admin_config = {

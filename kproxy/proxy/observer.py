@@ -7,7 +7,7 @@ Every method is called after the bytes it describes were handed to the transport
 from __future__ import annotations
 
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.session.records import InFlight
+from kproxy.session.inflight import InFlight
 from kproxy.session.steps import ResponseSeen
 
 

@@ -14,8 +14,8 @@ from kproxy.proxy.quorum import QuorumMap
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.registry import Connection, ConnectionRegistry
 from kproxy.session import SessionClose, SessionLimits, UpstreamStep
+from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
-from kproxy.session.records import InFlight
 from kproxy.tls import ServerTls
 from kproxy.tls import failure_reason as tls_failure_reason
 from kproxy.tls import failure_text as tls_failure_text

@@ -40,7 +40,7 @@ from kproxy.protocol.errors import UnsupportedVersion
 from kproxy.protocol.headers import RequestHeader, parse_request_header
 from kproxy.protocol.refusal import refusal_response, refusal_text
 from kproxy.protocol.requests import produce_acks
-from kproxy.session.records import InFlight
+from kproxy.session.inflight import InFlight
 
 # Client listeners serve what a broker listener serves.
 CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS

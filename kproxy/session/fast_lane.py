@@ -34,8 +34,9 @@ from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.requests import produce_acks
+from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
-from kproxy.session.records import Frame, Held, InFlight, SessionLimits
+from kproxy.session.records import Frame, Held, SessionLimits
 from kproxy.session.streaming import StreamedResponse
 
 # Size, api key, version, correlation id, client id length: a header v1/v2 request.

@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 from kproxy.protocol.frames import FrameMore, FrameStart
 from kproxy.protocol.walker import WalkResult
+from kproxy.session.inflight import InFlight
 
 # What the client's frame reader hands over: a whole request, or a large one's pieces.
 Frame = memoryview | FrameStart | FrameMore
@@ -24,21 +25,6 @@ class SessionLimits(NamedTuple):
     max_in_flight_requests: int
     # Responses at least this large leave as they arrive (kproxy.session.streaming); 0: never.
     stream_responses_after: int = 65536
-
-
-class InFlight:
-    """A request waiting for its response."""
-
-    __slots__ = ("api_key", "client_id", "header_version", "received", "version")
-
-    def __init__(
-        self, api_key: int, version: int, header_version: int, client_id: str | None, now: float
-    ) -> None:
-        self.api_key = api_key
-        self.version = version
-        self.header_version = header_version  # of the response
-        self.client_id = client_id
-        self.received = now  # arrived from the client and was forwarded at once
 
 
 class Held(NamedTuple):

@@ -16,8 +16,9 @@ from kproxy.protocol.config_addresses import names_an_address
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.rewriter import redact_configs, rewrite
 from kproxy.protocol.walker import Endpoint, WalkResult
+from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, told_address
-from kproxy.session.records import Held, InFlight
+from kproxy.session.records import Held
 from kproxy.session.steps import ResponseSeen, UpstreamStep
 from kproxy.session.streaming import StreamedResponse
 

@@ -44,9 +44,10 @@ from kproxy.session.admission import (
     refuse,
 )
 from kproxy.session.fast_lane import FastLane
+from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.policy import ApiPolicy
-from kproxy.session.records import Frame, Held, InFlight, SessionLimits, frame_bytes
+from kproxy.session.records import Frame, Held, SessionLimits, frame_bytes
 from kproxy.session.release import release_tail, release_unwalked, release_whole
 from kproxy.session.steps import ClientStep, SessionClose, UpstreamStep
 from kproxy.session.streaming import StreamedResponse, streamable

@@ -26,7 +26,7 @@ from kproxy.protocol.rewriter import Mapping, rewrite
 from kproxy.protocol.skim import ResponseSkim
 from kproxy.protocol.tagged_fit import fit_tagged
 from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, Endpoint, WalkResult, walk
-from kproxy.session.records import InFlight
+from kproxy.session.inflight import InFlight
 
 # Responses followed by a skim while streamed: their endpoints are all in the tail.
 SKIMMED_RESPONSES = frozenset((FETCH,))

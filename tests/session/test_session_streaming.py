@@ -27,7 +27,7 @@ from kproxy.protocol.plan_codes import K_ENDPOINT, OP_ARRAY, OP_CARRAY, OP_NSTRU
 from kproxy.protocol.tagged_fit import PADDING_TAG, parse_tagged
 from kproxy.proxy.mapping import AddressMap
 from kproxy.session import ProxySession, SessionLimits, UpstreamStep
-from kproxy.session.records import InFlight
+from kproxy.session.inflight import InFlight
 from kproxy.session.streaming import StreamedResponse, streamable
 from tests.kio_support import (
     decode_response_frame,

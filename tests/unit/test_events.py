@@ -398,7 +398,7 @@ def test_the_fast_lane_reports_what_the_general_path_reports(tmp_path: Path) -> 
     `responses_forwarded`)."""
     from prometheus_client import generate_latest
 
-    from kproxy.session.records import InFlight
+    from kproxy.session.inflight import InFlight
 
     reports = []
     for name in ("lane", "general"):
