@@ -7,6 +7,10 @@ FENCED_LEADER_EPOCH. Such a response carries no address and no leadership, so th
 (a generic interpreter of the message's layout) can be skipped: this scan reads the few
 fields that decide it at their fixed offsets.
 
+The scan reads ``bytes``, each field a byte at a time: indexing ``bytes`` makes no
+object (in the mypyc build no call at all), where a memoryview's item or a struct
+unpack makes a Python int or a tuple per field.
+
 It answers True only when it has read the whole body, to its last byte, and found
 exactly that shape; anything else (an error, a record error, an error message, any
 tagged field, a size that does not add up, a version it does not know) is False, and
@@ -22,16 +26,14 @@ tagged (NodeEndpoints v10+)]``.
 
 from __future__ import annotations
 
-import struct
-
 from kproxy.protocol.errors import MalformedMessage
-from kproxy.protocol.primitives import read_int16, read_int32, read_uvarint
+from kproxy.protocol.primitives import read_uvarint
 
 FIRST_VERSION, LAST_VERSION = 3, 13
-_FAILED = (struct.error, IndexError, MalformedMessage)
+_FAILED = (IndexError, MalformedMessage)
 
 
-def produce_response_is_plain(buf: memoryview, pos: int, version: int) -> bool:
+def produce_response_is_plain(buf: bytes, pos: int, version: int) -> bool:
     """True when the Produce response body at ``pos`` (to the end of ``buf``) carries no
     error, no record error, no error message and no tagged field at all."""
     if not FIRST_VERSION <= version <= LAST_VERSION:
@@ -42,7 +44,7 @@ def produce_response_is_plain(buf: memoryview, pos: int, version: int) -> bool:
         return False
 
 
-def _scan(buf: memoryview, pos: int, version: int) -> int:
+def _scan(buf: bytes, pos: int, version: int) -> int:
     """The end of a plain body, or -1 as soon as it is not plain."""
     flexible = version >= 9
     # Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset (v5+)
@@ -60,14 +62,17 @@ def _scan(buf: memoryview, pos: int, version: int) -> int:
                     size, pos = read_uvarint(buf, pos)
                 size -= 1
             else:
-                size, pos = read_int16(buf, pos)[0], pos + 2
+                size = buf[pos] << 8 | buf[pos + 1]  # int16: a negative one is >= 0x8000
+                pos += 2
+                if size >= 0x8000:
+                    size -= 0x10000
             if size < 0:
                 return -1  # a null name (never valid): let the walker say so
             pos += size
         partitions, pos = _count(buf, pos, flexible)
         for _ in range(partitions):
-            if read_int16(buf, pos + 4)[0] != 0:
-                return -1  # an error
+            if buf[pos + 4] or buf[pos + 5]:
+                return -1  # an error (ErrorCode, after the partition's Index)
             pos += fixed
             if version >= 8:
                 if flexible:
@@ -77,7 +82,10 @@ def _scan(buf: memoryview, pos: int, version: int) -> int:
                         return -1
                     pos += 3
                 else:
-                    if read_int32(buf, pos)[0] != 0 or read_int16(buf, pos + 4)[0] != -1:
+                    # RecordErrors empty (int32 0), ErrorMessage null (int16 -1).
+                    if buf[pos] or buf[pos + 1] or buf[pos + 2] or buf[pos + 3]:
+                        return -1
+                    if buf[pos + 4] != 0xFF or buf[pos + 5] != 0xFF:
                         return -1
                     pos += 6
         if flexible:
@@ -92,7 +100,7 @@ def _scan(buf: memoryview, pos: int, version: int) -> int:
     return pos
 
 
-def _count(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+def _count(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
     if flexible:
         count = buf[pos]
         if count < 0x80:  # a one-byte varint: every count below 127
@@ -102,7 +110,7 @@ def _count(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
         if count == 0:
             raise MalformedMessage("null array")
         return count - 1, pos
-    count = read_int32(buf, pos)[0]
-    if count < 0:
+    count = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+    if count >= 0x80000000:
         raise MalformedMessage("negative array count")
     return count, pos + 4

@@ -126,9 +126,9 @@ class FastLane:
         inflight.add(correlation_id, InFlight(key, version, headers[1], client_id, now))
         return key
 
-    def _plain_produce(self, frame: memoryview, body: int, req: InFlight) -> bool:
-        """No error, no leader hint, no client awaiting a success: nothing to walk (the
-        general path's test too)."""
+    def _plain_produce(self, frame: bytes, body: int, req: InFlight) -> bool:
+        """No error, no leader hint, no client awaiting a success in the response body at
+        `body` (to the end of `frame`): nothing to walk (the general path's test too)."""
         awaits = self.awaits_success
         return (
             awaits is not None
@@ -157,7 +157,7 @@ class FastLane:
             body = 4 if req.header_version == 0 else 5  # within the frame
             if body == 5 and (len(data) < 9 or data[8] != 0):  # a tagged field, or none
                 return None
-            if not self._plain_produce(memoryview(data)[4:], body, req):
+            if not self._plain_produce(data, 4 + body, req):
                 return None
         elif key == API_VERSIONS:
             return None

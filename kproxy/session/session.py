@@ -306,7 +306,7 @@ class ProxySession(FastLane):
         walked: WalkResult | None = None
         if key in WALKED_RESPONSES:
             _, body = parse_response_header(frame, req.header_version)
-            if not (key == PRODUCE and self._plain_produce(frame, body, req)):
+            if not (key == PRODUCE and self._plain_produce(bytes(frame), body, req)):
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
                 self._learn(key, walked, step, needed)
         whole = self.upstream_reader.take_whole()  # this response, when it came alone

@@ -34,9 +34,9 @@ PRODUCE = 0
 VERSIONS = [v for v in range(3, 14) if kio_message_class(PRODUCE, v, "response") is not None]
 
 
-def scan(msg: Any, version: int) -> tuple[bool, memoryview, int]:
-    frame = memoryview(encode_response_frame(msg, 1))[4:]
-    _, body = parse_response_header(frame, 1 if version >= 9 else 0)
+def scan(msg: Any, version: int) -> tuple[bool, bytes, int]:
+    frame = encode_response_frame(msg, 1)[4:]
+    _, body = parse_response_header(memoryview(frame), 1 if version >= 9 else 0)
     return produce_response_is_plain(frame, body, version), frame, body
 
 
@@ -116,7 +116,7 @@ def test_the_scan_is_exact_against_kio(version: int, data: st.DataObject) -> Non
     assert said, appended
     # Cut short or lengthened by a byte: not plain (the walker then judges it).
     assert not produce_response_is_plain(frame[:-1], body, version)
-    longer = memoryview(bytes(frame) + b"\x00")
+    longer = frame + b"\x00"
     assert not produce_response_is_plain(longer, body, version)
     if any(t.partition_responses for t in appended.responses):
         first = next(i for i, t in enumerate(appended.responses) if t.partition_responses)
@@ -131,8 +131,8 @@ def test_versions_the_scan_does_not_know_are_never_plain() -> None:
     cls = kio_message_class(PRODUCE, 9, "response")
     assert cls is not None
     msg = cls(responses=(), throttle_time=datetime.timedelta(0))
-    frame = memoryview(encode_response_frame(msg, 1))[4:]
-    _, body = parse_response_header(frame, 1)
+    frame = encode_response_frame(msg, 1)[4:]
+    _, body = parse_response_header(memoryview(frame), 1)
     assert produce_response_is_plain(frame, body, 9)
     assert not produce_response_is_plain(frame, body, 14)
     assert not produce_response_is_plain(frame, body, 2)
