@@ -89,14 +89,20 @@ def compile_in_place(source: Path) -> None:
     )
 
 
-def compiled_copy(into: Path, source: Path = REPO) -> Path:
-    """``source``'s kproxy and build files copied into ``into`` and compiled there with
-    mypyc: the build the container image runs (Dockerfile)."""
+def source_copy(into: Path, source: Path = REPO) -> Path:
+    """``source``'s kproxy and build files (setup.py, pyproject.toml, README.md) copied
+    into ``into``, without any compiled module or bytecode."""
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(source / name, into / name)
     skip = shutil.ignore_patterns("*.so", "__pycache__")
     shutil.copytree(source / "kproxy", into / "kproxy", ignore=skip)
-    compile_in_place(into)
+    return into
+
+
+def compiled_copy(into: Path, source: Path = REPO) -> Path:
+    """``source`` copied into ``into`` and compiled there with mypyc: the build the
+    container image runs (Dockerfile)."""
+    compile_in_place(source_copy(into, source))
     return into
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.metadata
 import json
 import os
 import platform
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -389,28 +389,25 @@ class Harness:
         else:
             up = MockUpstream(wd)
         up.baseline_source = self.opts.baseline_source
-        up.compiled_source = self._compiled_source()
+        up.compiled_source = self.compiled_source
         up.want_floor = "python-floor" in self.paths
         return up
 
-    def _compiled_source(self) -> Path | None:
+    @functools.cached_property
+    def compiled_source(self) -> Path | None:
         """This checkout built with mypyc in the work directory, once, when the run
         measures kproxy-compiled (None when it does not, or the build fails: the path is
         then reported unavailable)."""
         if "kproxy-compiled" not in self.paths:
             return None
         where = self.workdir / "compiled-source"
-        if not where.exists():
-            where.mkdir()
-            self.log("building kproxy with mypyc for kproxy-compiled")
-            try:
-                compiled_copy(where)
-            except (OSError, subprocess.CalledProcessError) as exc:
-                self.log(f"kproxy-compiled: the mypyc build failed: {_one_line(exc)}")
-                shutil.rmtree(where, ignore_errors=True)
-                where.mkdir()
-                (where / "FAILED").touch()
-        return None if (where / "FAILED").exists() else where
+        where.mkdir(exist_ok=True)
+        self.log("building kproxy with mypyc for kproxy-compiled")
+        try:
+            return compiled_copy(where)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            self.log(f"kproxy-compiled: the mypyc build failed: {_one_line(exc)}")
+            return None
 
     def _set_status(self, path: str, upstream: str, status: str) -> None:
         self.results["paths"][path]["status"][upstream] = status

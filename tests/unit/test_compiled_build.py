@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.ab import source_copy
+
 REPO = Path(__file__).resolve().parents[2]
 COMPILED_TESTS = (
     "tests/session",
@@ -41,14 +43,6 @@ def compiled_modules() -> list[str]:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     modules: list[str] = pyproject["tool"]["kproxy"]["compiled"]
     return modules
-
-
-def source_copy(tmp: Path) -> Path:
-    for name in ("setup.py", "pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, tmp / name)
-    skip = shutil.ignore_patterns("*.so", "__pycache__")
-    shutil.copytree(REPO / "kproxy", tmp / "kproxy", ignore=skip)
-    return tmp
 
 
 def build(copy: Path, compile_: bool) -> subprocess.CompletedProcess[str]:
