@@ -1,4 +1,6 @@
-"""The one exception type the protocol core raises for bad input."""
+"""The one exception type the protocol core and the session raise for bad input, and
+its kinds. Exception classes live here, in a module that stays Python: a subclass built
+by mypyc loses its class-level `reason`."""
 
 from __future__ import annotations
 
@@ -34,3 +36,15 @@ class MalformedMessage(ProtocolError):
 
 class UnsupportedVersion(ProtocolError):
     reason = "unsupported_version"
+
+
+class ApiNotAllowed(UnsupportedVersion):
+    """An API a client listener does not serve (the controller plane)."""
+
+    reason = "api_not_allowed"
+
+
+class ApiDenied(UnsupportedVersion):
+    """Refused by the listener's API policy where no response can say so."""
+
+    reason = "api_denied"

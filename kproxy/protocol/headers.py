@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
 
 from kproxy.protocol.apis import header_versions
 from kproxy.protocol.errors import MalformedMessage
@@ -12,15 +11,41 @@ from kproxy.protocol.primitives import INT16, INT32, read_uvarint
 _hhi = struct.Struct(">hhi").unpack_from
 
 
-class RequestHeader(NamedTuple):
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    header_version: int  # 0, 1 or 2; 1 is assumed for an unknown (key, version)
-    body_offset: int  # where the body starts in the frame; -1 if unknown
-    known: bool  # the (key, version) is in kproxy's API table
-    response_header_version: int  # of its response (0 for an unknown (key, version))
+class RequestHeader:
+    """A parsed request header. A plain class with slots, not a NamedTuple: the mypyc
+    build makes it native, and one is made for every request the general path admits."""
+
+    __slots__ = (
+        "api_key",
+        "api_version",
+        "body_offset",
+        "client_id",
+        "correlation_id",
+        "header_version",
+        "known",
+        "response_header_version",
+    )
+
+    def __init__(
+        self,
+        api_key: int,
+        api_version: int,
+        correlation_id: int,
+        client_id: str | None,
+        header_version: int,
+        body_offset: int,
+        known: bool,
+        response_header_version: int,
+    ) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.header_version = header_version  # 0, 1 or 2; 1 is assumed for an unknown one
+        self.body_offset = body_offset  # where the body starts in the frame; -1 if unknown
+        self.known = known  # the (key, version) is in kproxy's API table
+        # Of its response (0 for an unknown (key, version)).
+        self.response_header_version = response_header_version
 
 
 def _skip_tagged(frame: memoryview, pos: int) -> int:
@@ -44,6 +69,10 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
     """
     if len(frame) < 8:
         raise MalformedMessage(f"request frame of {len(frame)} bytes is shorter than a header")
+    # Typed, so that the mypyc build keeps them as machine integers, not objects.
+    api_key: int
+    api_version: int
+    correlation_id: int
     api_key, api_version, correlation_id = _hhi(frame, 0)
     versions = header_versions(api_key, api_version)
     known = versions is not None
@@ -54,7 +83,7 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
         )
     if len(frame) < 10:
         raise MalformedMessage("request header truncated before the client id")
-    n = INT16.unpack_from(frame, 8)[0]
+    n: int = INT16.unpack_from(frame, 8)[0]
     pos = 10
     client_id: str | None = None
     if n >= 0:

@@ -7,15 +7,9 @@ step's facts to its observer.
 """
 
 from kproxy.session.mapping import AddressMapping
-from kproxy.session.records import SessionLimits
+from kproxy.session.records import NodeLearned, SessionClose, SessionLimits
 from kproxy.session.session import ProxySession
-from kproxy.session.steps import (
-    ClientStep,
-    NodeLearned,
-    ResponseSeen,
-    SessionClose,
-    UpstreamStep,
-)
+from kproxy.session.steps import ClientStep, ResponseSeen, UpstreamStep
 
 __all__ = [
     "AddressMapping",

@@ -36,7 +36,7 @@ from kproxy.protocol.apis import (
     api_name,
 )
 from kproxy.protocol.correlation import CorrelationTable
-from kproxy.protocol.errors import UnsupportedVersion
+from kproxy.protocol.errors import ApiDenied, ApiNotAllowed, UnsupportedVersion
 from kproxy.protocol.headers import RequestHeader, parse_request_header
 from kproxy.protocol.refusal import refusal_response, refusal_text
 from kproxy.protocol.requests import produce_acks
@@ -44,16 +44,6 @@ from kproxy.session.inflight import InFlight
 
 # Client listeners serve what a broker listener serves.
 CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
-
-
-class ApiNotAllowed(UnsupportedVersion):
-    reason = "api_not_allowed"
-
-
-class ApiDenied(UnsupportedVersion):
-    """Refused by the listener's API policy where no response can say so."""
-
-    reason = "api_denied"
 
 
 def check_request(hdr: RequestHeader, refused_apis: frozenset[int]) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from kproxy.protocol.found import Endpoint
-from kproxy.session.steps import NodeLearned
+from kproxy.session.records import NodeLearned
 
 
 class AddressMapping(Protocol):

@@ -1,4 +1,5 @@
-"""What a session keeps: its limits, and each request waiting for its response."""
+"""What a session keeps (its limits, each response held for release) and the tuples its
+steps carry (a close, a node learned)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,23 @@ class Held(NamedTuple):
     # The chunk read from the broker, when it was this response and nothing else: sent
     # as it came when nothing in the response changes (`FrameReader.whole`).
     whole: bytes | None
+
+
+class SessionClose(NamedTuple):
+    """Bad bytes from one side: the pair is closed, with this reason logged and counted."""
+
+    side: str  # "client" or "upstream"
+    reason: str  # a short, bounded label (ProtocolError.reason)
+    message: str
+
+    @property
+    def cause(self) -> str:
+        return f"{self.side}_{self.reason}"
+
+
+class NodeLearned(NamedTuple):
+    """The cluster named a node's advertised address for the first time, or a new one."""
+
+    node_id: int
+    host: str
+    port: int

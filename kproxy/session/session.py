@@ -47,9 +47,9 @@ from kproxy.session.fast_lane import FastLane
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.policy import ApiPolicy
-from kproxy.session.records import Frame, Held, SessionLimits, frame_bytes
+from kproxy.session.records import Frame, Held, SessionClose, SessionLimits, frame_bytes
 from kproxy.session.release import release_tail, release_unwalked, release_whole
-from kproxy.session.steps import ClientStep, SessionClose, UpstreamStep
+from kproxy.session.steps import ClientStep, UpstreamStep
 from kproxy.session.streaming import StreamedResponse, streamable
 
 _Step = ClientStep | UpstreamStep

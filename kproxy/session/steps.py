@@ -1,30 +1,13 @@
-"""What one call into a session returns: chunks to send, facts to observe, a close."""
+"""What one call into a session returns: chunks to send, facts to observe, a close.
+
+Plain classes with slots, so that the mypyc build makes them native (one is made per
+read); the tuples they carry (`SessionClose`, `NodeLearned`) are in
+`kproxy.session.records`, which stays Python."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from kproxy.protocol.walker import LeaderObservation
-
-
-class SessionClose(NamedTuple):
-    """Bad bytes from one side: the pair is closed, with this reason logged and counted."""
-
-    side: str  # "client" or "upstream"
-    reason: str  # a short, bounded label (ProtocolError.reason)
-    message: str
-
-    @property
-    def cause(self) -> str:
-        return f"{self.side}_{self.reason}"
-
-
-class NodeLearned(NamedTuple):
-    """The cluster named a node's advertised address for the first time, or a new one."""
-
-    node_id: int
-    host: str
-    port: int
+from kproxy.session.records import NodeLearned, SessionClose
 
 
 class ResponseSeen:
