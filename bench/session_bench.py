@@ -217,7 +217,7 @@ def _run_pairs(which: str, count: int) -> None:
             run()
 
 
-def instructions_per_pair(which: str, pairs: int = 3000) -> int:
+def instructions_per_pair(which: str, pairs: int = 6000) -> int:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
