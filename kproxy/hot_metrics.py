@@ -4,7 +4,7 @@ Prometheus samples only when /metrics is scraped.
 prometheus_client's counters and histograms take a lock and walk their value objects on
 every `inc()` and `observe()` (1.5-4 us each); a request and its response made six such
 calls. Here a frame costs a dict lookup and two integer additions, a response two
-bisections. Everything runs on the event loop's thread, scrapes included (the admin
+short bucket scans. Everything runs on the event loop's thread, scrapes included (the admin
 server shares the loop), so the counts need no lock.
 
 The samples are the ones the per-call families gave: the same names, labels, help and
@@ -13,9 +13,8 @@ buckets (`kproxy.metric_specs`).
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -30,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["HOT_PATH_SPECS", "HotPathMetrics"]
 
 HOT_PATH_SPECS = (FRAMES, BYTES, REQUEST_DURATION, UPSTREAM_DURATION)
+REQUEST: Final = "request"  # the two values of kproxy_frames_total's `direction`
+RESPONSE: Final = "response"
 
 
 class _Latency:
@@ -45,15 +46,40 @@ class _Latency:
         self.upstream_sum = 0.0
 
 
+class _FrameCounts:
+    """One API's frames and bytes in one direction (native integers when compiled)."""
+
+    __slots__ = ("bytes", "frames")
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.bytes = 0
+
+
+def _bucket(bounds: list[float], value: float) -> int:
+    """The first bucket whose bound is >= `value` (a bucket counts values <= its bound),
+    len(bounds) for +Inf: `bisect_left`'s answer. A scan from the lowest bound, because
+    nearly every latency falls in the first few buckets, and compiled it is a loop over
+    machine floats where bisect_left is a call on boxed ones."""
+    i = 0
+    n = len(bounds)
+    while i < n and bounds[i] < value:
+        i += 1
+    return i
+
+
 class HotPathMetrics(Collector):
     """kproxy_frames_total, kproxy_bytes_total, kproxy_request_duration_seconds and
     kproxy_upstream_duration_seconds."""
 
     def __init__(self) -> None:
-        self.frames: dict[tuple[int, str], list[int]] = {}  # (api, direction) -> [n, bytes]
+        # api key -> counts, one table per direction: an int key, no tuple to build and
+        # hash on every frame.
+        self.requests: dict[int, _FrameCounts] = {}
+        self.responses_out: dict[int, _FrameCounts] = {}
         self.latency: dict[int, _Latency] = {}
-        self.bounds = REQUEST_DURATION.buckets
-        if UPSTREAM_DURATION.buckets != self.bounds:
+        self.bounds = list(REQUEST_DURATION.buckets)
+        if UPSTREAM_DURATION.buckets != REQUEST_DURATION.buckets:
             raise ValueError("the two latency histograms must share their buckets")
 
     # -- the hot path ------------------------------------------------------------------
@@ -67,35 +93,44 @@ class HotPathMetrics(Collector):
         call for what a read from the broker released."""
         for seen in responses:
             key = seen.api_key
-            self.frame(key, "response", seen.size)
+            self.frame(key, RESPONSE, seen.size)
             self.response(key, done - seen.received, seen.upstream_seconds)
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
-        counts = self.frames.get((api_key, direction))
+        table = self._table(direction)
+        counts = table.get(api_key)
         if counts is None:
-            counts = self.frames[(api_key, direction)] = [0, 0]
-        counts[0] += 1
-        counts[1] += size
+            counts = table[api_key] = _FrameCounts()
+        counts.frames += 1
+        counts.bytes += size
+
+    def _table(self, direction: str) -> dict[int, _FrameCounts]:
+        if direction == REQUEST:
+            return self.requests
+        if direction == RESPONSE:
+            return self.responses_out
+        raise ValueError(f"unknown frame direction {direction!r}")
 
     def response(self, api_key: int, total_seconds: float, upstream_seconds: float) -> None:
         latency = self.latency.get(api_key)
         if latency is None:
             latency = self.latency[api_key] = _Latency(len(self.bounds))
-        # A bucket counts values <= its bound: bisect_left finds the first bound >= value.
         bounds = self.bounds
-        latency.total_buckets[bisect_left(bounds, total_seconds)] += 1
+        latency.total_buckets[_bucket(bounds, total_seconds)] += 1
         latency.total_sum += total_seconds
-        latency.upstream_buckets[bisect_left(bounds, upstream_seconds)] += 1
+        latency.upstream_buckets[_bucket(bounds, upstream_seconds)] += 1
         latency.upstream_sum += upstream_seconds
 
     # -- a scrape ----------------------------------------------------------------------
     def collect(self) -> Iterator[Metric]:
         frames = _counter(FRAMES)
         sizes = _counter(BYTES)
-        for (api_key, direction), (count, size) in sorted(self.frames.items()):
+        rows = [(key, REQUEST, c) for key, c in self.requests.items()]
+        rows += [(key, RESPONSE, c) for key, c in self.responses_out.items()]
+        for api_key, direction, counts in sorted(rows, key=lambda row: row[:2]):
             labels = [api_name(api_key), direction]
-            frames.add_metric(labels, count)
-            sizes.add_metric(labels, size)
+            frames.add_metric(labels, counts.frames)
+            sizes.add_metric(labels, counts.bytes)
         total = _histogram(REQUEST_DURATION)
         upstream = _histogram(UPSTREAM_DURATION)
         for api_key, latency in sorted(self.latency.items()):
@@ -116,7 +151,8 @@ class HotPathMetrics(Collector):
     def _cumulative(self, counts: list[int]) -> list[tuple[str, float]]:
         out: list[tuple[str, float]] = []
         running = 0
-        for bound, count in zip((*map(floatToGoString, self.bounds), "+Inf"), counts, strict=True):
+        labels = (*map(floatToGoString, self.bounds), "+Inf")
+        for bound, count in zip(labels, counts, strict=True):
             running += count
             out.append((bound, running))
         return out

@@ -129,7 +129,8 @@ class LeaderTable:
         self._topic_names: OrderedDict[bytes, str] = OrderedDict()
         # (client id, topic key, partition) -> the first error of a redirect episode
         self._pending: OrderedDict[tuple[str, _TopicKey, int], _PendingRecovery] = OrderedDict()
-        self._pending_per_client: dict[str, int] = {}
+        # client id ("" for none) -> its pending recoveries; never replaced (held by observability)
+        self.clients_awaiting_success: dict[str, int] = {}
         self.evicted_partitions = 0
         self.evicted_pending = 0
         self.expired_pending = 0
@@ -141,9 +142,6 @@ class LeaderTable:
     @property
     def pending_recoveries(self) -> int:
         return len(self._pending)
-
-    def awaits_success(self, client_id: str | None) -> bool:  # its success ends a recovery
-        return (client_id or "") in self._pending_per_client
 
     @property
     def known_topic_ids(self) -> int:
@@ -185,7 +183,7 @@ class LeaderTable:
         recoveries: list[Recovery] | None = None
         data_path = api_key in DATA_PATH_APIS
         client_key = client_id or ""
-        client_pending = data_path and client_key in self._pending_per_client
+        client_pending = data_path and client_key in self.clients_awaiting_success
         now_wall = -1.0
         for obs in observations:
             err = obs.error_code
@@ -235,7 +233,7 @@ class LeaderTable:
                     if recoveries is None:
                         recoveries = []
                     recoveries.append(recovery)
-                    client_pending = client_key in self._pending_per_client
+                    client_pending = client_key in self.clients_awaiting_success
         if changes is None and redirects is None and recoveries is None:
             return NO_FACTS
         return LeadershipFacts(changes or (), redirects or (), recoveries or ())
@@ -349,7 +347,7 @@ class LeaderTable:
         if key in pending:
             return  # the episode started at its first error
         pending[key] = _PendingRecovery(self._monotonic(), with_endpoint, topic, topic_id)
-        per_client = self._pending_per_client
+        per_client = self.clients_awaiting_success
         per_client[client_key] = per_client.get(client_key, 0) + 1
         if len(pending) > self.max_pending:
             old_key, _ = pending.popitem(last=False)
@@ -357,7 +355,7 @@ class LeaderTable:
             self.evicted_pending += 1
 
     def _forget_pending(self, client_key: str) -> None:
-        per_client = self._pending_per_client
+        per_client = self.clients_awaiting_success
         left = per_client[client_key] - 1
         if left:
             per_client[client_key] = left

@@ -63,6 +63,9 @@ class Observability(ProxyObserver):
         )
         self.hot = self.metrics.hot  # frames and latency, every request: one call less
         self.leaders_table = leader_table if leader_table is not None else LeaderTable()
+        # Read on every plain Produce response (`awaits_success`): the table's own dict,
+        # tested here, not through a call into the table's Python.
+        self._awaiting = self.leaders_table.clients_awaiting_success
         # The quorum's leader and epoch are read from the leader table at scrape time.
         self.metrics.quorum_leader.set_function(lambda: self._quorum_gauge(0))
         self.metrics.quorum_epoch.set_function(lambda: self._quorum_gauge(1))
@@ -334,7 +337,7 @@ class Observability(ProxyObserver):
 
     # -- what the admin server and the demo read ------------------------------------------------
     def awaits_success(self, client_id: str | None) -> bool:
-        return self.leaders_table.awaits_success(client_id)
+        return (client_id or "") in self._awaiting
 
     def quorum_leader(self) -> tuple[int, int | None] | None:
         """(leader id, epoch) of the KRaft quorum as kproxy last saw it pass (KIP-853)."""

@@ -46,6 +46,9 @@ class ConnectionServices:
         self.addresses = addresses
         self.listeners = listeners
         self.discovery = discovery
+        # Whether a response has been relayed: one native flag read per response, where
+        # `discovery.reached` is an attribute of a Python object (mark_reached is idempotent).
+        self._relayed = False
         self.reports = reports
         self.registry = registry
         self.observer = observer
@@ -129,15 +132,19 @@ class ConnectionServices:
     ) -> None:
         """One response the fast lane forwarded (nothing in it but its frame and
         latencies to report), after the write."""
-        if not self.discovery.reached:
-            self.discovery.mark_reached()
+        if not self._relayed:
+            self._relay_began()
         self.observer.response_forwarded(req, size, upstream_seconds, done)
+
+    def _relay_began(self) -> None:
+        self._relayed = True
+        self.discovery.mark_reached()
 
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
         """Hand what a step forwarded to the observer: after the write, never before
         (requests that waited for a slot and went out with it included)."""
-        if not self.discovery.reached:
-            self.discovery.mark_reached()
+        if not self._relayed:
+            self._relay_began()
         obs = self.observer
         if step.requests:
             obs.requests_forwarded(step.requests)

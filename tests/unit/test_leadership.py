@@ -9,7 +9,9 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
+from kproxy.config import parse_config
 from kproxy.leadership import NO_FACTS, LeadershipFacts, LeaderTable, topic_id_text
+from kproxy.observability import Observability
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.walker import LeaderObservation, walk
 from tests.kio_support import encode_response_frame, kio_message_class
@@ -552,12 +554,17 @@ def test_the_kraft_quorum_leader_from_raft_fetch_and_begin_quorum_epoch() -> Non
 
 
 def test_a_client_awaits_a_success_from_its_redirect_to_its_recovery() -> None:
-    """What decides whether a plain Produce response must still be walked."""
+    """What decides whether a plain Produce response must still be walked: the table's
+    dict, as the observer the sessions ask holds it."""
     t, _ = table()
+    settings = parse_config({"cluster": {"bootstrap_servers": ["b.invalid:9092"]}})
+    observer = Observability(settings, runtime_collectors=False, leader_table=t)
     t.observe(METADATA, "c", None, [meta(0, 1, 5)])
-    assert not t.awaits_success("p")
+    assert not observer.awaits_success("p")
     t.observe(PRODUCE, "p", 1, [hint(0, 2, 6)], frozenset({2}))
-    assert t.awaits_success("p") and not t.awaits_success("q")
+    assert observer.awaits_success("p") and not observer.awaits_success("q")
+    assert not observer.awaits_success(None)
     (recovery,) = t.observe(PRODUCE, "p", 2, [result(0)]).recoveries
     assert recovery.partition == 0
-    assert not t.awaits_success("p")
+    assert not observer.awaits_success("p")
+    assert not t.clients_awaiting_success
