@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from kproxy.protocol.generated.api_keys import API_KEYS
 from kproxy.protocol.plan import PLANS
@@ -25,29 +25,29 @@ class ApiInfo(NamedTuple):
         return self.versions[-1]
 
 
-APIS: dict[int, ApiInfo] = {k: ApiInfo(k, *v) for k, v in API_KEYS.items()}
+APIS: Final[dict[int, ApiInfo]] = {k: ApiInfo(k, *v) for k, v in API_KEYS.items()}
 
-PRODUCE = 0
-FETCH = 1
-METADATA = 3
-FIND_COORDINATOR = 10
-SASL_HANDSHAKE = 17
-API_VERSIONS = 18
-SASL_AUTHENTICATE = 36
+PRODUCE: Final = 0
+FETCH: Final = 1
+METADATA: Final = 3
+FIND_COORDINATOR: Final = 10
+SASL_HANDSHAKE: Final = 17
+API_VERSIONS: Final = 18
+SASL_AUTHENTICATE: Final = 36
 
 # Messages whose bodies kproxy walks (they carry broker endpoints or leadership): those
 # the generator wrote a walk plan for (tools/generate_protocol.py, WALKED).
-WALKED_RESPONSES = frozenset(key for key, is_request, _ in PLANS if not is_request)
-WALKED_REQUESTS = frozenset(key for key, is_request, _ in PLANS if is_request)
+WALKED_RESPONSES: Final = frozenset(key for key, is_request, _ in PLANS if not is_request)
+WALKED_REQUESTS: Final = frozenset(key for key, is_request, _ in PLANS if is_request)
 # Responses whose endpoints are brokers' client listeners: where a node is dialled.
 # The KRaft quorum messages (KIP-853: Vote, Begin/EndQuorumEpoch, DescribeQuorum,
 # FetchSnapshot, UpdateRaftVoter) name controller listeners instead, so they are
 # rewritten like any endpoint but never change where kproxy dials a node it knows.
-CLIENT_LISTENER_RESPONSES = frozenset((0, 1, 3, 10, 60, 78, 79))
+CLIENT_LISTENER_RESPONSES: Final = frozenset((0, 1, 3, 10, 60, 78, 79))
 # Responses whose endpoints are controller listeners wherever they are sent (a broker
 # forwards DescribeQuorum and UpdateRaftVoter to the active controller): Vote,
 # BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot, UpdateRaftVoter.
-QUORUM_RESPONSES = frozenset((52, 53, 54, 55, 59, 82))
+QUORUM_RESPONSES: Final = frozenset((52, 53, 54, 55, 59, 82))
 
 
 # The KRaft metadata log (KIP-595): the one partition the quorum replicates, named in
@@ -60,7 +60,9 @@ METADATA_TOPIC_ID = bytes(15) + b"\x01"
 # APIs that no broker listener serves (Kafka's schemas list only the controller, or only
 # ZooKeeper-era brokers, for them): what brokers and controllers send each other,
 # never a client. A client listener refuses them (kproxy.session.admission).
-CONTROLLER_PLANE_APIS = frozenset(k for k, info in APIS.items() if "broker" not in info.listeners)
+CONTROLLER_PLANE_APIS: Final = frozenset(
+    k for k, info in APIS.items() if "broker" not in info.listeners
+)
 
 
 def api_name(key: int) -> str:

@@ -63,7 +63,10 @@ class CorrelationTable(Generic[T]):
 
     def pop(self, correlation_id: int) -> T | None:
         """The request a response answers, or None if no request is waiting for it."""
-        item = self._expected.pop(correlation_id, None)
+        expected = self._expected
+        item = expected.get(correlation_id)  # get and del: compiled, no method call
+        if item is not None:
+            del expected[correlation_id]
         unanswered = self._unanswered
         if item is None:
             item = None if unanswered is None else unanswered.pop(correlation_id, None)

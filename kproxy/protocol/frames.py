@@ -15,14 +15,14 @@ a `FrameStart` to have that frame returned whole instead.
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 from kproxy.protocol.errors import FrameTooLarge, NegativeFrameSize, NotKafka
-from kproxy.protocol.primitives import INT32
+from kproxy.protocol.primitives import INT32, int32_at
 
-_size = INT32.unpack_from
+_size: Final = INT32.unpack_from
 # A piece of an incomplete frame at least this long is kept by reference, not copied.
-_REFERENCE_AT_LEAST = 16384
+_REFERENCE_AT_LEAST: Final = 16384
 
 
 def _not_kafka(prefix: bytes) -> NotKafka | None:
@@ -180,10 +180,12 @@ class FrameReader:
         """Whether `data` is one whole frame and nothing else, as ``bytes``, with nothing
         of another frame in hand and the stream's first frame already checked: what
         `feed_through` would return as that one frame, with `whole` set."""
-        if type(data) is not bytes or self._need >= 0 or self._head or self._first:
+        if type(data) is not bytes:
+            return False
+        if self._need >= 0 or self._head or self._first:
             return False
         n = len(data)
-        return n >= 4 and _size(data, 0)[0] + 4 == n and n - 4 <= self.max_frame_bytes
+        return n >= 4 and int32_at(data, 0) + 4 == n and n - 4 <= self.max_frame_bytes
 
     def _feed(self, data: bytes | bytearray | memoryview, stream: bool) -> list[Any]:
         frames: list[Any] = []

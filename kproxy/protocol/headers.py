@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from kproxy.protocol.apis import header_versions
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.primitives import INT16, INT32, read_uvarint
 
-_hhi = struct.Struct(">hhi").unpack_from
+_hhi: Final = struct.Struct(">hhi").unpack_from
 
 
 class RequestHeader:

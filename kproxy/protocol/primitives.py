@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from kproxy.protocol.errors import MalformedMessage
 
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
-UINT16 = struct.Struct(">H")
+INT8: Final = struct.Struct(">b")
+INT16: Final = struct.Struct(">h")
+INT32: Final = struct.Struct(">i")
+INT64: Final = struct.Struct(">q")
+UINT16: Final = struct.Struct(">H")
 
-read_int8 = INT8.unpack_from
-read_int16 = INT16.unpack_from
-read_int32 = INT32.unpack_from
-read_uint16 = UINT16.unpack_from
+read_int8: Final = INT8.unpack_from
+read_int16: Final = INT16.unpack_from
+read_int32: Final = INT32.unpack_from
+read_uint16: Final = UINT16.unpack_from
+
+
+# The fast lane's reads of a few header fields from a read's `bytes`: compiled, indexing
+# bytes and shifting are machine operations, where a struct call builds a tuple of objects.
+def int16_at(data: bytes, pos: int) -> int:
+    """The big-endian int16 at `pos` (IndexError past the end)."""
+    value: int = data[pos] << 8 | data[pos + 1]
+    return value - 0x10000 if value >= 0x8000 else value
+
+
+def int32_at(data: bytes, pos: int) -> int:
+    """The big-endian int32 at `pos` (IndexError past the end)."""
+    value: int = data[pos] << 24 | data[pos + 1] << 16 | data[pos + 2] << 8 | data[pos + 3]
+    return value - 0x100000000 if value >= 0x80000000 else value
 
 
 def read_uvarint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:

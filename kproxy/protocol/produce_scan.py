@@ -26,11 +26,14 @@ tagged (NodeEndpoints v10+)]``.
 
 from __future__ import annotations
 
+from typing import Final
+
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.primitives import read_uvarint
 
-FIRST_VERSION, LAST_VERSION = 3, 13
-_FAILED = (IndexError, MalformedMessage)
+FIRST_VERSION: Final = 3
+LAST_VERSION: Final = 13
+_FAILED: Final = (IndexError, MalformedMessage)
 
 
 def produce_response_is_plain(buf: bytes, pos: int, version: int) -> bool:

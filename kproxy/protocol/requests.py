@@ -5,14 +5,15 @@ from __future__ import annotations
 import struct
 
 from kproxy.protocol.errors import MalformedMessage
-from kproxy.protocol.primitives import read_int16, read_uvarint
+from kproxy.protocol.primitives import read_uvarint
 
 
-def produce_acks(frame: memoryview, body_offset: int, version: int) -> int:
+def produce_acks(frame: bytes | memoryview, body_offset: int, version: int) -> int:
     """ProduceRequest.Acks: v0-2 it comes first; v3+ after the nullable TransactionalId.
 
     acks=0 means the broker sends no response, so the request must not wait in the
-    correlation table.
+    correlation table. Read byte by byte: on the fast lane's `bytes`, compiled, that is
+    machine arithmetic, no struct call and no tuple.
     """
     try:
         pos = body_offset
@@ -25,14 +26,17 @@ def produce_acks(frame: memoryview, body_offset: int, version: int) -> int:
                     n, pos = read_uvarint(frame, pos)
                 n -= 1
             else:
-                n = read_int16(frame, pos)[0]
+                n = frame[pos] << 8 | frame[pos + 1]
+                if n >= 0x8000:  # an int16: negative, a null id
+                    n -= 0x10000
                 pos += 2
             if n > 0:
                 pos += n
         if pos + 2 > len(frame):
             raise MalformedMessage("produce request truncated before acks")
-        return int(read_int16(frame, pos)[0])
-    except (struct.error, IndexError, ValueError) as exc:  # struct.error: frame too short
+        acks: int = frame[pos] << 8 | frame[pos + 1]
+        return acks - 0x10000 if acks >= 0x8000 else acks
+    except IndexError as exc:  # the frame ends inside the transactional id's length
         raise MalformedMessage(f"malformed produce request: {exc}") from exc
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import cast
+from typing import Final, cast
 
 from kproxy.proxy.quorum import is_controller_listener
 from kproxy.proxy.readgate import ReadGate
@@ -19,7 +19,7 @@ from kproxy.session import ProxySession
 from kproxy.tls import TlsServerLayer
 
 log = logging.getLogger("kproxy.connection")
-_now = time.perf_counter
+_now: Final = time.perf_counter
 
 
 class ClientConnection(asyncio.Protocol):

@@ -17,8 +17,8 @@ the same outcome on every input.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
+from typing import Final
 
 from kproxy.protocol.apis import (
     API_VERSIONS,
@@ -31,47 +31,49 @@ from kproxy.protocol.apis import (
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.frames import FrameReader
-from kproxy.protocol.primitives import INT32
+from kproxy.protocol.primitives import int16_at, int32_at
 from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.requests import produce_acks
 from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
-from kproxy.session.records import Frame, Held, SessionLimits
+from kproxy.session.records import Frame, Held
 from kproxy.session.streaming import StreamedResponse
 
-# Size, api key, version, correlation id, client id length: a header v1/v2 request.
-_request_start = struct.Struct(">ihhih").unpack_from
-_correlation_id = INT32.unpack_from
 
-
-def _lane_requests() -> dict[tuple[int, int], tuple[int, int]]:
-    """(api key, version) -> (request header version, response header version) for
+def _lane_requests() -> dict[int, tuple[int, int]]:
+    """api key << 16 | version -> (request header version, response header version) for
     the requests the lane may take: known, not walked (they may carry endpoints), not
     ApiVersions (kproxy answers an unknown version itself), not SaslHandshake (v0 is
     refused), and with a client id in their header (header v1 or v2)."""
-    lane: dict[tuple[int, int], tuple[int, int]] = {}
+    lane: dict[int, tuple[int, int]] = {}
     for key, info in APIS.items():
         if key in WALKED_REQUESTS or key in (API_VERSIONS, SASL_HANDSHAKE):
             continue
         for version, headers in info.headers.items():
             if headers[0] >= 1:
-                lane[(key, version)] = headers
+                # One int key, no tuple to build per read; a negative version read off
+                # the wire (masked to 16 bits) matches no entry.
+                lane[(key << 16) | (version & 0xFFFF)] = headers
     return lane
 
 
-_LANE_REQUESTS = _lane_requests()
+_LANE_REQUESTS: Final = _lane_requests()
 
 
 class FastLane:
     """What `ProxySession` gains: `request_alone` and `response_alone`."""
 
-    __slots__ = ()
+    # The client id last decoded, as it came and as decoded: a connection's requests all
+    # name the same one (set by ProxySession.__init__).
+    __slots__ = ("_client_id", "_client_id_raw")
+    _client_id_raw: bytes
+    _client_id: str | None
 
     # The session's state the lane reads (kproxy.session.session.ProxySession).
     client_reader: FrameReader
     upstream_reader: FrameReader
     inflight: CorrelationTable[InFlight]
-    limits: SessionLimits
+    max_in_flight: int
     refused_apis: frozenset[int]
     policy: ApiPolicy
     _held: list[Held | StreamedResponse]
@@ -88,16 +90,17 @@ class FastLane:
             return -1
         if not self.client_reader.alone(data):
             return -1
-        key: int
-        _, key, version, correlation_id, n = _request_start(data, 0)
-        headers = _LANE_REQUESTS.get((key, version))
+        # Size, api key, version, correlation id, client id length (header v1/v2).
+        key = int16_at(data, 4)
+        version = int16_at(data, 6)
+        correlation_id = int32_at(data, 8)
+        n = int16_at(data, 12)
+        headers = _LANE_REQUESTS.get((key << 16) | (version & 0xFFFF))
         if headers is None or key in self.refused_apis or key in self.policy.denied:
             return -1
         inflight = self.inflight
         # The general path pauses reading once the table is full: not the lane's case.
-        if len(inflight) + 1 >= self.limits.max_in_flight_requests:
-            return -1
-        if inflight.peek(correlation_id) is not None:  # a duplicate: the general path says so
+        if len(inflight) + 1 >= self.max_in_flight:
             return -1
         end = 14 + n
         if n < 0:
@@ -107,34 +110,41 @@ class FastLane:
             end = 14
         elif end > len(data):
             return -1
+        elif (raw := data[14:end]) == self._client_id_raw:
+            client_id = self._client_id  # a connection's every request names the same one
         else:
             try:
-                client_id = str(data[14:end], "utf-8")
+                client_id = str(raw, "utf-8")
             except UnicodeDecodeError:
                 return -1
+            self._client_id_raw = raw
+            self._client_id = client_id
         if headers[0] == 2:  # flexible header: only an empty tagged-field section here
             if end >= len(data) or data[end] != 0:
                 return -1
             end += 1
         if key == PRODUCE:
             try:
-                acks = produce_acks(memoryview(data), end, version)
+                acks = produce_acks(data, end, version)
             except ProtocolError:
                 return -1
             if acks == 0:  # no response to wait for: kept aside (CorrelationTable)
                 return -1
-        inflight.add(correlation_id, InFlight(key, version, headers[1], client_id, now))
+        try:
+            inflight.add(correlation_id, InFlight(key, version, headers[1], client_id, now))
+        except ProtocolError:  # a duplicate, refused before the table changed: the general
+            return -1  # path says so
         return key
 
-    def _plain_produce(self, frame: bytes, body: int, req: InFlight) -> bool:
+    def _plain_produce(self, frame: bytes | memoryview, body: int, req: InFlight) -> bool:
         """No error, no leader hint, no client awaiting a success in the response body at
-        `body` (to the end of `frame`): nothing to walk (the general path's test too)."""
+        `body` (to the end of `frame`): nothing to walk (the general path's test too).
+        A memoryview is copied for the scan, and only once the awaits test has passed."""
         awaits = self.awaits_success
-        return (
-            awaits is not None
-            and not awaits(req.client_id)
-            and produce_response_is_plain(frame, body, req.version)
-        )
+        if awaits is None or awaits(req.client_id):
+            return False
+        buf = frame if isinstance(frame, bytes) else bytes(frame)
+        return produce_response_is_plain(buf, body, req.version)
 
     def response_alone(self, data: bytes) -> InFlight | None:
         """Take a read that is one whole response the general path would forward as it
@@ -146,7 +156,7 @@ class FastLane:
             return None
         if len(data) < 8 or not self.upstream_reader.alone(data):
             return None
-        correlation_id = _correlation_id(data, 4)[0]
+        correlation_id = int32_at(data, 4)
         req = self.inflight.peek(correlation_id)
         if req is None:
             return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import Final
 
 from kproxy.protocol.api_versions import clamp_api_versions
 from kproxy.protocol.apis import API_VERSIONS
@@ -23,8 +24,8 @@ from kproxy.session.steps import ResponseSeen, UpstreamStep
 from kproxy.session.streaming import StreamedResponse
 
 Advertised = Callable[[int], "tuple[int, int] | None"]
-_pack_size = INT32.pack
-_NO_NODES: frozenset[int] = frozenset()
+_pack_size: Final = INT32.pack
+_NO_NODES: Final[frozenset[int]] = frozenset()
 
 
 def release_whole(

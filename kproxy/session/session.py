@@ -6,14 +6,14 @@ that carry endpoints mapped back to the cluster's own addresses); responses flow
 upstream -> client, walked when their (api, version) can carry endpoints or leadership,
 rewritten so that only kproxy addresses reach the client.
 
-A response naming a node with no kproxy listener yet is held back: the step lists the
-nodes, the runtime opens their listeners, `listeners_opened` rewrites and releases it. A
-client told of a new node can dial it at once, on the port (OS-chosen or not) really got.
+A response naming a node with no kproxy listener yet is held back until the runtime has
+opened one (`listeners_opened`): a client told of a new node can dial it at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from kproxy.protocol.apis import (
     API_VERSIONS,
@@ -54,13 +54,12 @@ from kproxy.session.streaming import StreamedResponse, streamable
 
 _Step = ClientStep | UpstreamStep
 Whole = bytes | None  # a chunk that was exactly one frame (`FrameReader.whole`)
-_pack_size = INT32.pack
-_corr_id = INT32.unpack_from
-_api_key = INT16.unpack_from
-# Requests at least this large (Produce batches) pass as they arrive (cut-through: no copy,
-# no wait for the last byte before sending the first). Their header and Produce acks lie
-# within these bytes (client and transactional ids are at most 32,767 bytes each).
-STREAM_REQUESTS_AFTER = 65536
+_pack_size: Final = INT32.pack
+_corr_id: Final = INT32.unpack_from
+_api_key: Final = INT16.unpack_from
+# Requests at least this large (Produce batches) pass as they arrive (cut-through), their
+# header and acks within these bytes (client and transactional ids are <= 32,767 bytes).
+STREAM_REQUESTS_AFTER: Final = 65536
 
 
 class ProxySession(FastLane):
@@ -77,6 +76,7 @@ class ProxySession(FastLane):
         "inflight",
         "limits",
         "mapping",
+        "max_in_flight",
         "policy",
         "refused_apis",
         "upstream_reader",
@@ -99,6 +99,7 @@ class ProxySession(FastLane):
         # table knows): only then is a plain Produce response walked. None: always.
         self.awaits_success = awaits_success
         self.limits = limits
+        self.max_in_flight = limits.max_in_flight_requests  # read on every request
         self.refused_apis = refused_apis
         self.policy = ApiPolicy("default") if policy is None else policy
         self.client_reader = FrameReader(limits.max_frame_bytes, stream_after=STREAM_REQUESTS_AFTER)
@@ -113,6 +114,8 @@ class ProxySession(FastLane):
         # Requests read while the in-flight limit was reached, in order (one read's worth:
         # the runtime stops reading the client meanwhile).
         self._waiting: list[Frame] = []
+        self._client_id_raw = b""  # the fast lane's last client id (FastLane.request_alone)
+        self._client_id = ""
 
     def close(self) -> None:
         """The connection is gone: forget every request and buffered byte."""
@@ -166,7 +169,7 @@ class ProxySession(FastLane):
             return step
         if self._waiting:  # requests that began to wait in this step, each counted once
             step.held = self._waiting_requests() - waited
-        limit = self.limits.max_in_flight_requests
+        limit = self.max_in_flight
         if (len(self.inflight) >= limit or self._waiting) and not self._paused_for_inflight:
             self._paused_for_inflight = True
             step.pause_reading = True
@@ -184,7 +187,7 @@ class ProxySession(FastLane):
     def _requests(self, frames: list[Frame], now: float, step: _Step, whole: Whole = None) -> None:
         """Admit and forward requests in order until the in-flight limit is reached; the
         rest wait, in order, for responses to free slots (`_release`)."""
-        limit = self.limits.max_in_flight_requests
+        limit = self.max_in_flight
         out, admitted, answers = step.to_upstream, step.requests, step.to_client
         denied = self.policy.denied
         for i, frame in enumerate(frames):
@@ -304,12 +307,18 @@ class ProxySession(FastLane):
         req = self._request_for(frame)
         key = req.api_key
         walked: WalkResult | None = None
+        whole = self.upstream_reader.take_whole()  # this response, when it came alone
         if key in WALKED_RESPONSES:
             _, body = parse_response_header(frame, req.header_version)
-            if not (key == PRODUCE and self._plain_produce(bytes(frame), body, req)):
+            # Scanned in the read itself when it came alone (the frame starts 4 bytes in).
+            plain = key == PRODUCE and (
+                self._plain_produce(frame, body, req)
+                if whole is None
+                else self._plain_produce(whole, 4 + body, req)
+            )
+            if not plain:
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
                 self._learn(key, walked, step, needed)
-        whole = self.upstream_reader.take_whole()  # this response, when it came alone
         if walked is None and not self._held and key != API_VERSIONS:
             # Nothing to rewrite (ApiVersions may be clamped) and nothing before it still
             # held (a response that waits for a listener would be): it leaves at once.
@@ -378,7 +387,7 @@ class ProxySession(FastLane):
         self._release_waiting(step, now)
 
     def _release_waiting(self, step: UpstreamStep, now: float) -> None:
-        limit = self.limits.max_in_flight_requests
+        limit = self.max_in_flight
         if self._waiting and len(self.inflight) < limit:
             waiting, self._waiting = self._waiting, []
             try:

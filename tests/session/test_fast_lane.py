@@ -73,6 +73,11 @@ def client_piece(kind: int, corr: int) -> bytes:
         lambda: request_with(62, 0, corr),  # the controller plane
         lambda: request_with(9999, 0, corr),  # no such API
         lambda: struct.pack(">i", 12) + struct.pack(">hhih", 12, 0, corr, 2) + b"\xff\xfe",
+        # Client ids the lane's last-id cache must tell apart from "app": the same length
+        # with other bytes, empty, and not ASCII.
+        lambda: heartbeat_request(corr, client_id="apq"),
+        lambda: heartbeat_request(corr, client_id=""),
+        lambda: heartbeat_request(corr, client_id="\u00e4pp"),
     ]
     return pieces[kind % len(pieces)]()
 
@@ -193,6 +198,7 @@ def reads_of(pieces: list[bytes], cut: int, mode: int) -> list[bytes]:
 
 # A client request kind -> the upstream kinds that answer it (for a round trip).
 ANSWERS = {0: (0, 1, 2), 1: (0, 1, 2), 3: (3,), 4: (3,), 5: (3,), 6: (3,), 8: (4,)}
+ANSWERS |= {13: (3,), 14: (3,), 15: (3,)}
 PIECES = st.lists(st.tuples(st.integers(0, 15), st.integers(1, 5)), min_size=1, max_size=3)
 ROUND_TRIP = st.tuples(st.just("round trip"), st.sampled_from(sorted(ANSWERS)), st.integers(0, 2))
 ACTIONS = st.lists(
@@ -282,6 +288,16 @@ def test_the_lane_takes_the_commonest_reads() -> None:
     assert pair(driven, heartbeat_request(2), heartbeat_response(2)) == 2
     assert pair(driven, heartbeat_request(3, client_id=None), heartbeat_response(3)) == 2
     assert len(driven.session.inflight) == 0
+
+
+def test_the_lane_records_each_request_s_own_client_id() -> None:
+    """The lane decodes a client id only when it differs from the last one it saw."""
+    driven = warmed()
+    inflight = driven.session.inflight
+    for corr, client_id in enumerate(["app", "apq", "apq", "", None, "\u00e4pp", "app"], 1):
+        assert driven.session.request_alone(heartbeat_request(corr, client_id), 1.0) >= 0
+        req = inflight.peek(corr)
+        assert req is not None and req.client_id == client_id, corr
 
 
 def test_the_lane_leaves_what_the_general_path_must_decide() -> None:

@@ -30,6 +30,7 @@ from kproxy.protocol.headers import (
     parse_response_header,
     response_correlation_id,
 )
+from kproxy.protocol.primitives import int16_at, int32_at
 from kproxy.protocol.requests import produce_acks
 from tests.kio_support import encode_request_frame
 
@@ -369,3 +370,15 @@ def test_produce_acks_after_a_transactional_id_of_any_length(
     frame = memoryview(encode_request_frame(msg, 1, "producer"))[4:]
     hdr = parse_request_header(frame)
     assert produce_acks(frame, hdr.body_offset, hdr.api_version) == acks
+
+
+@given(st.binary(min_size=0, max_size=12), st.integers(0, 12))
+def test_the_lane_s_integer_reads_equal_struct_s(data: bytes, pos: int) -> None:
+    """`int16_at` / `int32_at` read what struct's big-endian formats read, and fail
+    (IndexError) where struct would find the bytes too short."""
+    for read, fmt in ((int16_at, ">h"), (int32_at, ">i")):
+        if pos + struct.calcsize(fmt) <= len(data):
+            assert read(data, pos) == struct.unpack_from(fmt, data, pos)[0]
+        else:
+            with pytest.raises(IndexError):
+                read(data, pos)
