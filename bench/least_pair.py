@@ -59,7 +59,7 @@ def least_pair(request: bytes, response: bytes) -> Callable[[], object]:
             raise ValueError("not one whole frame")
         _key, version, _client_id, received = inflight.pop(correlation)
         # Response header v1: the correlation id and an empty tagged-field byte.
-        if not produce_response_is_plain(data, 9, version):
+        if not produce_response_is_plain(data, 9, len(data), version):
             raise ValueError("a response kproxy would walk")
         counts[2] += 1
         counts[3] += len(data)

@@ -14,7 +14,8 @@ The same pair is also measured through the runtime's connection glue as
 services, observer, metrics and event log), with transports that drop what they are
 given: everything kproxy's own Python does per round trip except the event loop and the
 syscalls. It is measured again with a 300 KB request in three reads, streamed through
-the general path (what a batching producer of small records sends). Beside them,
+the general path (what a batching producer of small records sends), and with three
+pairs pipelined: their requests in one read, their responses in another. Beside them,
 `bench.least_pair` does the same pair's necessary work in one
 function per direction: the least Python such a pair needs, a yardstick for the fast
 lane.
@@ -57,7 +58,7 @@ from tests.session.test_session_playbook import produce_response
 REPO = Path(__file__).resolve().parents[1]
 
 
-def produce_pair(record_bytes: int = 100) -> tuple[bytes, bytes]:
+def produce_pair(record_bytes: int = 100, corr: int = 7) -> tuple[bytes, bytes]:
     request = ProduceRequest(
         transactional_id=None,
         acks=1,
@@ -71,7 +72,8 @@ def produce_pair(record_bytes: int = 100) -> tuple[bytes, bytes]:
             ),
         ),
     )
-    return encode_request_frame(request, 7, "bench-producer"), produce_response(7, topic="bench")
+    frame = encode_request_frame(request, corr, "bench-producer")
+    return frame, produce_response(corr, topic="bench")
 
 
 def session_pair(lane: bool = True) -> Callable[[], object]:
@@ -137,11 +139,17 @@ class _DroppingTransport:
 # about 100 KB each, the request streamed through the general path.
 LARGE_RECORD_BYTES = 300_000
 LARGE_READS = 3
+# Pipelined pairs: that many requests in one read, then their responses in one read (a
+# client with several requests in flight, a broker answering them together).
+PIPELINED = 3
 
 
-def runtime_pair(events_dir: Path, record_bytes: int = 100, reads: int = 1) -> Callable[[], object]:
+def runtime_pair(
+    events_dir: Path, record_bytes: int = 100, reads: int = 1, pipelined: int = 1
+) -> Callable[[], object]:
     """One client connection and its broker side, as `kproxy run` builds them; the
-    request arrives in ``reads`` pieces."""
+    request arrives in ``reads`` pieces, or ``pipelined`` requests in one read and their
+    responses in another."""
     from prometheus_client import CollectorRegistry
 
     from kproxy.config import parse_config
@@ -164,7 +172,8 @@ def runtime_pair(events_dir: Path, record_bytes: int = 100, reads: int = 1) -> C
     upstream.connection_made(_DroppingTransport())  # type: ignore[arg-type]
     client.upstream = upstream
     client.dialled = True
-    request, response = produce_pair(record_bytes)
+    pairs = [produce_pair(record_bytes, 7 + i) for i in range(pipelined)]
+    request, response = (b"".join(frames) for frames in zip(*pairs, strict=True))
     piece = -(-len(request) // reads)
     pieces = [request[i : i + piece] for i in range(0, len(request), piece)]
 
@@ -182,19 +191,38 @@ def _events_dir() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="kproxy-session-bench-", ignore_cleanup_errors=True)
 
 
+# Pairs one call of a measured run makes (the counts and timings are per pair).
+PAIRS_PER_CALL = {"runtime-pipelined": PIPELINED}
+
+
+def _pair_builders(events: Path) -> dict[str, Callable[[], Callable[[], object]]]:
+    """Each measured pair by its `--run-pairs` name, built on demand."""
+    return {
+        "runtime": lambda: runtime_pair(events),
+        "runtime-large": lambda: runtime_pair(events, LARGE_RECORD_BYTES, LARGE_READS),
+        "runtime-pipelined": lambda: runtime_pair(events, pipelined=PIPELINED),
+        "session": session_pair,
+        "general": lambda: session_pair(lane=False),
+        "least": lambda: least_pair(*produce_pair()),
+    }
+
+
 def measure(repeat: int) -> dict[str, object]:
     import kproxy.session.session as module
 
     with _events_dir() as events:
-        runtime = seconds_per_call(runtime_pair(Path(events)), repeat)
-        large = runtime_pair(Path(events), LARGE_RECORD_BYTES, LARGE_READS)
-        runtime_large = seconds_per_call(large, repeat)
+        builders = _pair_builders(Path(events))
+        us = {
+            which: seconds_per_call(build(), repeat) * 1e6 / PAIRS_PER_CALL.get(which, 1)
+            for which, build in builders.items()
+        }
     return {
-        "us_per_pair": seconds_per_call(session_pair(), repeat) * 1e6,
-        "general_us_per_pair": seconds_per_call(session_pair(lane=False), repeat) * 1e6,
-        "runtime_us_per_pair": runtime * 1e6,
-        "runtime_large_us_per_pair": runtime_large * 1e6,
-        "least_us_per_pair": seconds_per_call(least_pair(*produce_pair()), repeat) * 1e6,
+        "us_per_pair": us["session"],
+        "general_us_per_pair": us["general"],
+        "runtime_us_per_pair": us["runtime"],
+        "runtime_large_us_per_pair": us["runtime-large"],
+        "runtime_pipelined_us_per_pair": us["runtime-pipelined"],
+        "least_us_per_pair": us["least"],
         "compiled": not str(module.__file__).endswith(".py"),
     }
 
@@ -205,14 +233,7 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 def _run_pairs(which: str, count: int) -> None:
     """Warm up, then `count` pairs of `which` (the process valgrind counts)."""
     with _events_dir() as events:
-        builders: dict[str, Callable[[], Callable[[], object]]] = {
-            "runtime": lambda: runtime_pair(Path(events)),
-            "runtime-large": lambda: runtime_pair(Path(events), LARGE_RECORD_BYTES, LARGE_READS),
-            "session": session_pair,
-            "general": lambda: session_pair(lane=False),
-            "least": lambda: least_pair(*produce_pair()),
-        }
-        run = builders[which]()
+        run = _pair_builders(Path(events))[which]()
         for _ in range(200 + count):
             run()
 
@@ -233,7 +254,7 @@ def instructions_per_pair(which: str, pairs: int = 6000) -> int:
             raise RuntimeError(f"no instruction count from callgrind: {proc.stderr[-500:]}")
         return int(found.group(1))
 
-    return (collected(pairs) - collected(0)) // pairs
+    return (collected(pairs) - collected(0)) // (pairs * PAIRS_PER_CALL.get(which, 1))
 
 
 def measure_compiled(repeat: int) -> dict[str, object]:
@@ -268,7 +289,14 @@ def main(argv: list[str] | None = None) -> int:
         _run_pairs(args.run_pairs[0], int(args.run_pairs[1]))
         return 0
     if args.instructions:
-        for which in ("session", "general", "runtime", "runtime-large", "least"):
+        for which in (
+            "session",
+            "general",
+            "runtime",
+            "runtime-large",
+            "runtime-pipelined",
+            "least",
+        ):
             print(f"{which}: {instructions_per_pair(which):,} instructions per pair")
         return 0
     here = measure(args.repeat)
@@ -288,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  a {LARGE_RECORD_BYTES // 1000} KB request in {LARGE_READS} reads (streamed, "
         f"general path): {here['runtime_large_us_per_pair']:.2f} us ({kind})"
+    )
+    print(
+        f"  {PIPELINED} pairs pipelined (their requests in one read, their responses in "
+        f"another): {here['runtime_pipelined_us_per_pair']:.2f} us per pair ({kind})"
     )
     print(
         "the least Python a pair needs (bench/least_pair.py, a yardstick, not kproxy): "

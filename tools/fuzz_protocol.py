@@ -280,7 +280,7 @@ def exercise(data: bytes, key: PlanKey, rng: random.Random) -> None:
             header = parse_request_header(frame)
             offset = header.body_offset
             if offset >= 0:
-                produce_acks(frame, offset, header.api_version)
+                produce_acks(frame, offset, len(frame), header.api_version)
         except ProtocolError:
             pass
         if offset < 0 or not key[1]:

@@ -176,13 +176,17 @@ class FrameReader:
             return [memoryview(data)[4:]]
         return self._feed(data, self.stream_after > 0)
 
+    @property
+    def between_frames(self) -> bool:
+        """Nothing of a frame in hand, and the stream's first frame already checked: the
+        next byte read is a frame's first."""
+        return self._need < 0 and not self._head and not self._first
+
     def alone(self, data: bytes | bytearray | memoryview) -> TypeGuard[bytes]:
         """Whether `data` is one whole frame and nothing else, as ``bytes``, with nothing
         of another frame in hand and the stream's first frame already checked: what
         `feed_through` would return as that one frame, with `whole` set."""
-        if type(data) is not bytes:
-            return False
-        if self._need >= 0 or self._head or self._first:
+        if type(data) is not bytes or not self.between_frames:
             return False
         n = len(data)
         return n >= 4 and int32_at(data, 0) + 4 == n and n - 4 <= self.max_frame_bytes

@@ -27,6 +27,16 @@ def int16_at(data: bytes, pos: int) -> int:
     return value - 0x10000 if value >= 0x8000 else value
 
 
+def int16_in(buf: bytes | memoryview, pos: int) -> int:
+    """`int16_at` for a memoryview too (IndexError past the end).
+
+    `int16_at` takes `bytes` only: compiled, its indexing is then a native byte read,
+    which the fast lane's header reads rely on; a union indexes generically.
+    """
+    value: int = buf[pos] << 8 | buf[pos + 1]
+    return value - 0x10000 if value >= 0x8000 else value
+
+
 def int32_at(data: bytes, pos: int) -> int:
     """The big-endian int32 at `pos` (IndexError past the end)."""
     value: int = data[pos] << 24 | data[pos + 1] << 16 | data[pos + 2] << 8 | data[pos + 3]

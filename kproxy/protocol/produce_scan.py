@@ -29,20 +29,23 @@ from __future__ import annotations
 from typing import Final
 
 from kproxy.protocol.errors import MalformedMessage
-from kproxy.protocol.primitives import read_uvarint
+from kproxy.protocol.primitives import int16_at, read_uvarint
 
 FIRST_VERSION: Final = 3
 LAST_VERSION: Final = 13
 _FAILED: Final = (IndexError, MalformedMessage)
 
 
-def produce_response_is_plain(buf: bytes, pos: int, version: int) -> bool:
-    """True when the Produce response body at ``pos`` (to the end of ``buf``) carries no
-    error, no record error, no error message and no tagged field at all."""
+def produce_response_is_plain(buf: bytes, pos: int, stop: int, version: int) -> bool:
+    """True when the Produce response body from ``pos`` to ``stop`` of ``buf`` carries
+    no error, no record error, no error message and no tagged field at all.
+
+    The scan reads each byte before it moves past it, so one that ends exactly at
+    ``stop`` read nothing beyond it (in a read of several frames, the next one)."""
     if not FIRST_VERSION <= version <= LAST_VERSION:
         return False
     try:
-        return _scan(buf, pos, version) == len(buf)
+        return _scan(buf, pos, version) == stop
     except _FAILED:
         return False
 
@@ -65,10 +68,8 @@ def _scan(buf: bytes, pos: int, version: int) -> int:
                     size, pos = read_uvarint(buf, pos)
                 size -= 1
             else:
-                size = buf[pos] << 8 | buf[pos + 1]  # int16: a negative one is >= 0x8000
+                size = int16_at(buf, pos)
                 pos += 2
-                if size >= 0x8000:
-                    size -= 0x10000
             if size < 0:
                 return -1  # a null name (never valid): let the walker say so
             pos += size

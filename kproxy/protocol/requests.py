@@ -5,15 +5,17 @@ from __future__ import annotations
 import struct
 
 from kproxy.protocol.errors import MalformedMessage
-from kproxy.protocol.primitives import read_uvarint
+from kproxy.protocol.primitives import int16_in, read_uvarint
 
 
-def produce_acks(frame: bytes | memoryview, body_offset: int, version: int) -> int:
-    """ProduceRequest.Acks: v0-2 it comes first; v3+ after the nullable TransactionalId.
+def produce_acks(frame: bytes | memoryview, body_offset: int, stop: int, version: int) -> int:
+    """ProduceRequest.Acks: v0-2 it comes first; v3+ after the nullable TransactionalId,
+    in the request whose frame ends at `stop` of `frame`.
 
     acks=0 means the broker sends no response, so the request must not wait in the
-    correlation table. Read byte by byte: on the fast lane's `bytes`, compiled, that is
-    machine arithmetic, no struct call and no tuple.
+    correlation table. Read byte by byte, no struct call and no tuple; each byte is
+    read before the position moves past it, so acks found before `stop` were read
+    from nothing beyond it (in a read of several frames, the next one).
     """
     try:
         pos = body_offset
@@ -26,16 +28,13 @@ def produce_acks(frame: bytes | memoryview, body_offset: int, version: int) -> i
                     n, pos = read_uvarint(frame, pos)
                 n -= 1
             else:
-                n = frame[pos] << 8 | frame[pos + 1]
-                if n >= 0x8000:  # an int16: negative, a null id
-                    n -= 0x10000
+                n = int16_in(frame, pos)  # negative: a null id
                 pos += 2
             if n > 0:
                 pos += n
-        if pos + 2 > len(frame):
+        if pos + 2 > stop:
             raise MalformedMessage("produce request truncated before acks")
-        acks: int = frame[pos] << 8 | frame[pos + 1]
-        return acks - 0x10000 if acks >= 0x8000 else acks
+        return int16_in(frame, pos)
     except IndexError as exc:  # the frame ends inside the transactional id's length
         raise MalformedMessage(f"malformed produce request: {exc}") from exc
 

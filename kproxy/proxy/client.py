@@ -16,6 +16,7 @@ from kproxy.proxy.readgate import ReadGate
 from kproxy.proxy.services import ConnectionServices
 from kproxy.proxy.upstream import UpstreamConnection, dial
 from kproxy.session import ProxySession
+from kproxy.session.inflight import InFlight
 from kproxy.tls import TlsServerLayer
 
 log = logging.getLogger("kproxy.connection")
@@ -115,6 +116,15 @@ class ClientConnection(asyncio.Protocol):
                 upstream.transport.write(data)
                 svc.observer.request_forwarded(key, len(data) - 4)
                 return
+            # Several whole requests in one read: those at its front, each as if alone.
+            taken: list[tuple[int, int]] = []
+            end = self.session.requests_leading(data, now, taken)
+            if end:
+                upstream.transport.write(data if end == len(data) else data[:end])
+                svc.observer.requests_forwarded(taken)
+                if end == len(data):
+                    return
+                data = data[end:]
         step = self.session.client_bytes(data, now)
         if step.to_client:
             self._write_client(step.to_client)
@@ -225,6 +235,17 @@ class ClientConnection(asyncio.Protocol):
                 transport.write(self.tls.send([data]))
             svc.observe_response(req, len(data) - 4, now - req.received, _now())
             return
+        if not self.draining:  # several whole responses in one read: as for requests
+            taken: list[tuple[InFlight, int]] = []
+            end = self.session.responses_leading(data, taken)
+            if end:
+                self._write_client([data if end == len(data) else data[:end]])
+                done = _now()
+                for req, size in taken:
+                    svc.observe_response(req, size, now - req.received, done)
+                if end == len(data):
+                    return
+                data = data[end:]
         step = self.session.upstream_bytes(data, now)
         while step.nodes_needing_listeners:
             svc.learned(step)

@@ -86,7 +86,7 @@ def refuse(frame: memoryview, refused_apis: frozenset[int], listener: str) -> by
     check_request(hdr, refused_apis)
     key, version = hdr.api_key, hdr.api_version
     text = refusal_text(key, listener)
-    if key == PRODUCE and produce_acks(frame, hdr.body_offset, version) == 0:
+    if key == PRODUCE and produce_acks(frame, hdr.body_offset, len(frame), version) == 0:
         raise ApiDenied(f"{text} (acks=0: no response to carry the error)")
     # An answer echoes the request's entities: a bound against amplification.
     budget = max(1 << 20, 4 * len(frame))
@@ -124,7 +124,7 @@ def admit(
     admitted.append((key, size))  # known: check_request refused unknown versions
     # Produce with acks=0 expects no response: it must not hold an in-flight slot.
     expects_response = not (
-        key == PRODUCE and produce_acks(frame, hdr.body_offset, hdr.api_version) == 0
+        key == PRODUCE and produce_acks(frame, hdr.body_offset, len(frame), hdr.api_version) == 0
     )
     inflight.add(
         hdr.correlation_id,

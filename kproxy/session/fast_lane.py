@@ -8,11 +8,14 @@ parsed header tuple and a `ResponseSeen`, and the runtime walks all of them; tog
 that is most of kproxy's own CPU per small round trip. The lane decides from the read
 itself whether it is that case and, if so, does only what the general path would have
 done with it: the same checks, the same in-flight entry, the same bytes forwarded
-unchanged. Anything else (a split or coalesced read, a request kproxy walks, refuses or
-answers itself, a response it walks, rewrites or holds, a full in-flight table, requests
+unchanged. Anything else (a split read, a request kproxy walks, refuses or answers
+itself, a response it walks, rewrites or holds, a full in-flight table, requests
 waiting, a bad frame) is left untouched for the general path, which then does
-everything, errors included. `tests/session/test_fast_lane.py` holds the two paths to
-the same outcome on every input.
+everything, errors included. A read of several whole frames run together (a pipelining
+client, a broker answering several at once) is offered to the lane frame by frame, as
+if each had been read alone: what the lane leaves of it, from the first frame it does
+not take, goes to the general path. `tests/session/test_fast_lane.py` holds the two
+paths to the same outcome on every input.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ _LANE_REQUESTS: Final = _lane_requests()
 
 
 class FastLane:
-    """What `ProxySession` gains: `request_alone` and `response_alone`."""
+    """What `ProxySession` gains: `request_alone` and `response_alone`, and
+    `requests_leading` and `responses_leading` for a read of several frames."""
 
     # The client id last decoded, as it came and as decoded: a connection's requests all
     # name the same one (set by ProxySession.__init__).
@@ -90,11 +94,33 @@ class FastLane:
             return -1
         if not self.client_reader.alone(data):
             return -1
+        return self._request(data, 0, len(data), now)
+
+    def requests_leading(self, data: bytes, now: float, taken: list[tuple[int, int]]) -> int:
+        """Of a read of several whole requests, take those at its front that
+        `request_alone` would take, each as if read alone, appending (api key, frame
+        size) for each to `taken`: the bytes taken, to be sent to the broker unchanged
+        (0: none, nothing changed). The rest of the read is the general path's."""
+        reader = self.client_reader
+        if self._waiting or self._paused_for_inflight or not reader.between_frames:
+            return 0
+        pos = 0
+        while (end := _whole_frame_end(data, pos, reader.max_frame_bytes)) > 0:
+            key = self._request(data, pos, end, now) if end - pos >= 14 else -1
+            if key < 0:
+                break
+            taken.append((key, end - pos - 4))
+            pos = end
+        return pos
+
+    def _request(self, data: bytes, start: int, stop: int, now: float) -> int:
+        """`request_alone`'s test and record, for the whole request framed at
+        data[start:stop] (at least 14 bytes, within the frame limit)."""
         # Size, api key, version, correlation id, client id length (header v1/v2).
-        key = int16_at(data, 4)
-        version = int16_at(data, 6)
-        correlation_id = int32_at(data, 8)
-        n = int16_at(data, 12)
+        key = int16_at(data, start + 4)
+        version = int16_at(data, start + 6)
+        correlation_id = int32_at(data, start + 8)
+        n = int16_at(data, start + 12)
         headers = _LANE_REQUESTS.get((key << 16) | (version & 0xFFFF))
         if headers is None or key in self.refused_apis or key in self.policy.denied:
             return -1
@@ -102,15 +128,15 @@ class FastLane:
         # The general path pauses reading once the table is full: not the lane's case.
         if len(inflight) + 1 >= self.max_in_flight:
             return -1
-        end = 14 + n
+        end = start + 14 + n
         if n < 0:
             if n != -1:
                 return -1
             client_id = None
-            end = 14
-        elif end > len(data):
+            end = start + 14
+        elif end > stop:
             return -1
-        elif (raw := data[14:end]) == self._client_id_raw:
+        elif (raw := data[start + 14 : end]) == self._client_id_raw:
             client_id = self._client_id  # a connection's every request names the same one
         else:
             try:
@@ -120,12 +146,12 @@ class FastLane:
             self._client_id_raw = raw
             self._client_id = client_id
         if headers[0] == 2:  # flexible header: only an empty tagged-field section here
-            if end >= len(data) or data[end] != 0:
+            if end >= stop or data[end] != 0:
                 return -1
             end += 1
         if key == PRODUCE:
             try:
-                acks = produce_acks(data, end, version)
+                acks = produce_acks(data, end, stop, version)
             except ProtocolError:
                 return -1
             if acks == 0:  # no response to wait for: kept aside (CorrelationTable)
@@ -136,15 +162,17 @@ class FastLane:
             return -1  # path says so
         return key
 
-    def _plain_produce(self, frame: bytes | memoryview, body: int, req: InFlight) -> bool:
-        """No error, no leader hint, no client awaiting a success in the response body at
-        `body` (to the end of `frame`): nothing to walk (the general path's test too).
+    def _plain_produce(
+        self, frame: bytes | memoryview, body: int, stop: int, req: InFlight
+    ) -> bool:
+        """No error, no leader hint, no client awaiting a success in the response body
+        from `body` to `stop` of `frame`: nothing to walk (the general path's test too).
         A memoryview is copied for the scan, and only once the awaits test has passed."""
         awaits = self.awaits_success
         if awaits is None or awaits(req.client_id):
             return False
         buf = frame if isinstance(frame, bytes) else bytes(frame)
-        return produce_response_is_plain(buf, body, req.version)
+        return produce_response_is_plain(buf, body, stop, req.version)
 
     def response_alone(self, data: bytes) -> InFlight | None:
         """Take a read that is one whole response the general path would forward as it
@@ -152,11 +180,38 @@ class FastLane:
         request waiting to be released by it): the request it answers, now out of the
         in-flight table; the read is sent to the client unchanged. None: not taken,
         nothing changed."""
-        if self._held or self._stream is not None or self._waiting or self._paused_for_inflight:
+        if not self._responses_may_pass():
             return None
         if len(data) < 8 or not self.upstream_reader.alone(data):
             return None
-        correlation_id = int32_at(data, 4)
+        return self._response(data, 0, len(data))
+
+    def responses_leading(self, data: bytes, taken: list[tuple[InFlight, int]]) -> int:
+        """As `requests_leading`, for a read of several whole responses and
+        `response_alone`: (the request it answers, frame size) for each one taken."""
+        reader = self.upstream_reader
+        if not self._responses_may_pass() or not reader.between_frames:
+            return 0
+        pos = 0
+        while (end := _whole_frame_end(data, pos, reader.max_frame_bytes)) > 0:
+            req = self._response(data, pos, end) if end - pos >= 8 else None
+            if req is None:
+                break
+            taken.append((req, end - pos - 4))
+            pos = end
+        return pos
+
+    def _responses_may_pass(self) -> bool:
+        """Nothing held or streaming before the next response, and no request waiting
+        for the slot a response frees."""
+        if self._held or self._stream is not None:
+            return False
+        return not (self._waiting or self._paused_for_inflight)
+
+    def _response(self, data: bytes, start: int, stop: int) -> InFlight | None:
+        """`response_alone`'s test, for the whole response framed at data[start:stop]
+        (at least 8 bytes): the request it answers, popped from the table."""
+        correlation_id = int32_at(data, start + 4)
         req = self.inflight.peek(correlation_id)
         if req is None:
             return None
@@ -164,12 +219,27 @@ class FastLane:
         if key in WALKED_RESPONSES:
             if key != PRODUCE:
                 return None
-            body = 4 if req.header_version == 0 else 5  # within the frame
-            if body == 5 and (len(data) < 9 or data[8] != 0):  # a tagged field, or none
+            body = start + 8 if req.header_version == 0 else start + 9
+            # Header v1: a tagged-field count, which must be 0 (no field).
+            if body == start + 9 and (stop < body or data[start + 8] != 0):
                 return None
-            if not self._plain_produce(data, 4 + body, req):
+            if not self._plain_produce(data, body, stop, req):
                 return None
         elif key == API_VERSIONS:
             return None
         self.inflight.pop(correlation_id)
         return req
+
+
+def _whole_frame_end(data: bytes, pos: int, max_frame_bytes: int) -> int:
+    """The end of the whole frame at `pos` of a read of several frames; -1 when none is
+    whole there (or it is larger than the limit), or when the read is that one frame
+    alone (`request_alone`'s or `response_alone`'s case, already declined)."""
+    n = len(data)
+    if pos + 4 > n:
+        return -1
+    size = int32_at(data, pos)
+    end = pos + 4 + size
+    if size <= 0 or size > max_frame_bytes or end > n or (pos == 0 and end == n):
+        return -1
+    return end

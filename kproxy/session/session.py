@@ -312,9 +312,9 @@ class ProxySession(FastLane):
             _, body = parse_response_header(frame, req.header_version)
             # Scanned in the read itself when it came alone (the frame starts 4 bytes in).
             plain = key == PRODUCE and (
-                self._plain_produce(frame, body, req)
+                self._plain_produce(frame, body, len(frame), req)
                 if whole is None
-                else self._plain_produce(whole, 4 + body, req)
+                else self._plain_produce(whole, 4 + body, len(whole), req)
             )
             if not plain:
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)

@@ -31,13 +31,14 @@ from kproxy.protocol.walker import walk
 from tests.kio_support import encode_response_frame, kio_message_class, message_strategy
 
 PRODUCE = 0
+AFTER = b"\x00\x00\x00\x01" * 8  # bytes a next frame in the same read could start with
 VERSIONS = [v for v in range(3, 14) if kio_message_class(PRODUCE, v, "response") is not None]
 
 
 def scan(msg: Any, version: int) -> tuple[bool, bytes, int]:
     frame = encode_response_frame(msg, 1)[4:]
     _, body = parse_response_header(memoryview(frame), 1 if version >= 9 else 0)
-    return produce_response_is_plain(frame, body, version), frame, body
+    return produce_response_is_plain(frame, body, len(frame), version), frame, body
 
 
 def has(obj: Any, name: str) -> bool:
@@ -106,6 +107,8 @@ def test_the_scan_is_exact_against_kio(version: int, data: st.DataObject) -> Non
     cls = kio_message_class(PRODUCE, version, "response")
     msg = data.draw(message_strategy(cls))
     said, frame, body = scan(msg, version)
+    # Inside a longer read (a next frame's bytes after it), the same answer.
+    assert produce_response_is_plain(frame + AFTER, body, len(frame), version) == said
     if said:
         walked = walk(frame, body, PRODUCE, version, False)
         assert not walked.endpoints
@@ -114,10 +117,12 @@ def test_the_scan_is_exact_against_kio(version: int, data: st.DataObject) -> Non
     appended = plain(msg)
     said, frame, body = scan(appended, version)
     assert said, appended
-    # Cut short or lengthened by a byte: not plain (the walker then judges it).
-    assert not produce_response_is_plain(frame[:-1], body, version)
+    # Cut short or lengthened by a byte: not plain (the walker then judges it), cut
+    # short with a next frame's bytes after it too.
+    assert not produce_response_is_plain(frame[:-1], body, len(frame) - 1, version)
+    assert not produce_response_is_plain(frame[:-1] + AFTER, body, len(frame) - 1, version)
     longer = frame + b"\x00"
-    assert not produce_response_is_plain(longer, body, version)
+    assert not produce_response_is_plain(longer, body, len(longer), version)
     if any(t.partition_responses for t in appended.responses):
         first = next(i for i, t in enumerate(appended.responses) if t.partition_responses)
         ordered = (appended.responses[first], *appended.responses[:first])
@@ -133,9 +138,9 @@ def test_versions_the_scan_does_not_know_are_never_plain() -> None:
     msg = cls(responses=(), throttle_time=datetime.timedelta(0))
     frame = encode_response_frame(msg, 1)[4:]
     _, body = parse_response_header(memoryview(frame), 1)
-    assert produce_response_is_plain(frame, body, 9)
-    assert not produce_response_is_plain(frame, body, 14)
-    assert not produce_response_is_plain(frame, body, 2)
+    assert produce_response_is_plain(frame, body, len(frame), 9)
+    assert not produce_response_is_plain(frame, body, len(frame), 14)
+    assert not produce_response_is_plain(frame, body, len(frame), 2)
 
 
 @pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 9])

@@ -7,7 +7,9 @@ one through the general path alone. After every read both must have sent the sam
 bytes each way, admitted the same requests, reported the same responses with the same
 facts and latencies, paused, resumed and closed alike, and be left in the same state.
 A lane that took a read the general path would have treated otherwise (walked,
-rewritten, refused, held, closed on) fails here.
+rewritten, refused, held, closed on) fails here. Of a read of several whole frames the
+lane takes those at the front one by one, each as if read alone: the general path is
+then given that read cut so, each frame it took alone and the rest in one read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kio.schema.heartbeat.v4.response import HeartbeatResponse
 
 from kproxy.session import ProxySession, SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
+from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
 from tests.kio_support import encode_request_frame, encode_response_frame
 from tests.session.test_session_playbook import (
@@ -103,7 +106,8 @@ class Driven:
         self, lane: bool, max_in_flight: int, denied: frozenset[int], awaits: bool, taken: int = 0
     ) -> None:
         self.lane = lane
-        self.taken = taken  # reads the lane took (over the connections of one example)
+        self.taken = taken  # frames the lane took (over the connections of one example)
+        self.leading = 0  # frames the lane took from the front of the last read of several
         self.session = ProxySession(
             address_map(open_nodes=(1, 2)),
             SessionLimits(1 << 20, max_in_flight),
@@ -116,18 +120,26 @@ class Driven:
 
     def client(self, data: bytes, now: float) -> tuple[Any, ...]:
         s = self.session
-        if self.lane:
+        lane_out, lane_requests = b"", []
+        self.leading = 0
+        if self.lane:  # as the runtime does (kproxy.proxy.client.ClientConnection)
             key = s.request_alone(data, now)
             if key >= 0:
                 self.taken += 1
                 return ("client", data, b"", [(key, len(data) - 4)], False, 0, [], None)
+            end = s.requests_leading(data, now, lane_requests)
+            self.leading = len(lane_requests)
+            self.taken += self.leading
+            lane_out, data = data[:end], data[end:]
+            if not data:
+                return ("client", lane_out, b"", lane_requests, False, 0, [], None)
         step = s.client_bytes(data, now)
         self.closed = step.close is not None
         return (
             "client",
-            joined(step.to_upstream),
+            lane_out + joined(step.to_upstream),
             joined(step.to_client),
-            step.requests,
+            lane_requests + step.requests,
             step.pause_reading,
             step.held,
             step.refused,
@@ -136,13 +148,23 @@ class Driven:
 
     def upstream(self, data: bytes, now: float) -> tuple[Any, ...]:
         s = self.session
+        lane_out, lane_facts = b"", []
+        self.leading = 0
         if self.lane:
+            taken: list[tuple[InFlight, int]] = []
             req = s.response_alone(data)
             if req is not None:
-                self.taken += 1
-                seen = (req.api_key, req.version, req.client_id, len(data) - 4, req.received)
-                facts = (*seen, now - req.received, None, frozenset(), 0, 0)
-                return ("upstream", data, b"", [], [facts], [], False, None)
+                taken, end = [(req, len(data) - 4)], len(data)
+            else:
+                end = s.responses_leading(data, taken)
+                self.leading = len(taken)
+            self.taken += len(taken)
+            lane_out, data = data[:end], data[end:]
+            for req, size in taken:
+                seen = (req.api_key, req.version, req.client_id, size, req.received)
+                lane_facts.append((*seen, now - req.received, None, frozenset(), 0, 0))
+            if not data:
+                return ("upstream", lane_out, b"", [], lane_facts, [], False, None)
         step = s.upstream_bytes(data, now)
         while step.nodes_needing_listeners:
             step = s.listeners_opened(now, step)
@@ -164,14 +186,33 @@ class Driven:
         ]
         return (
             "upstream",
-            joined(step.to_client),
+            lane_out + joined(step.to_client),
             joined(step.to_upstream),
             step.requests,
-            responses,
+            lane_facts + responses,
             step.refused,
             step.resume_reading,
             None if step.close is None else step.close.cause,
         )
+
+    def reads(self, side: str, reads: list[bytes], now: float) -> tuple[Any, ...]:
+        """One side's reads in turn (until one closes), merged into what the runtime
+        would have done with them: bytes and lists joined, flags or'ed, held counted."""
+        results = []
+        for data in reads:
+            results.append(self.client(data, now) if side == "client" else self.upstream(data, now))
+            if self.closed:
+                break
+        out = list(results[0])
+        for result in results[1:]:
+            for i, value in enumerate(result[1:], 1):
+                if isinstance(value, bool):
+                    out[i] = out[i] or value
+                elif isinstance(value, (bytes, list, int)):
+                    out[i] = out[i] + value
+                else:  # the close's cause
+                    out[i] = value
+        return tuple(out)
 
     def state(self) -> tuple[Any, ...]:
         s = self.session
@@ -183,6 +224,16 @@ class Driven:
             s.waiting_bytes,
             s.streaming_request,
         )
+
+
+def frames_then_rest(data: bytes, frames: int) -> list[bytes]:
+    """`data` cut after each of its first `frames` frames."""
+    reads, pos = [], 0
+    for _ in range(frames):
+        end = pos + 4 + struct.unpack_from(">i", data, pos)[0]
+        reads.append(data[pos:end])
+        pos = end
+    return [*reads, data[pos:]] if pos < len(data) else reads
 
 
 def reads_of(pieces: list[bytes], cut: int, mode: int) -> list[bytes]:
@@ -201,6 +252,13 @@ ANSWERS = {0: (0, 1, 2), 1: (0, 1, 2), 3: (3,), 4: (3,), 5: (3,), 6: (3,), 8: (4
 ANSWERS |= {13: (3,), 14: (3,), 15: (3,)}
 PIECES = st.lists(st.tuples(st.integers(0, 15), st.integers(1, 5)), min_size=1, max_size=3)
 ROUND_TRIP = st.tuples(st.just("round trip"), st.sampled_from(sorted(ANSWERS)), st.integers(0, 2))
+# Round trips pipelined: the requests in one read, then their answers in one read.
+PIPELINED = st.tuples(
+    st.just("pipelined"),
+    st.lists(
+        st.tuples(st.sampled_from(sorted(ANSWERS)), st.integers(0, 2)), min_size=2, max_size=4
+    ),
+)
 ACTIONS = st.lists(
     st.one_of(
         # Any pieces from one side: whole, split or run together, valid or not.
@@ -215,6 +273,7 @@ ACTIONS = st.lists(
         ROUND_TRIP,
         ROUND_TRIP,
         ROUND_TRIP,
+        PIPELINED,
     ),
     min_size=3,
     max_size=30,
@@ -247,6 +306,16 @@ def test_the_lane_and_the_general_path_agree(
                 ("client", client_piece(kind, corr)),
                 ("upstream", upstream_piece(answers[answer % len(answers)], corr)),
             ]
+        elif action[0] == "pipelined":
+            trips = [
+                (kind, answer, 100_000 + 8 * i + j) for j, (kind, answer) in enumerate(action[1])
+            ]
+            requests = b"".join(client_piece(kind, corr) for kind, _, corr in trips)
+            responses = [
+                upstream_piece(ANSWERS[kind][answer % len(ANSWERS[kind])], corr)
+                for kind, answer, corr in trips
+            ]
+            reads = [("client", requests), ("upstream", b"".join(responses))]
         else:
             side, picks, cut, mode = action
             make = client_piece if side == "client" else upstream_piece
@@ -254,10 +323,12 @@ def test_the_lane_and_the_general_path_agree(
             reads = [(side, data) for data in reads_of(pieces, cut, mode)]
         for side, data in reads:
             now += 0.001
-            if side == "client":
-                assert fast.client(data, now) == general.client(data, now)
-            else:
-                assert fast.upstream(data, now) == general.upstream(data, now)
+            got = fast.client(data, now) if side == "client" else fast.upstream(data, now)
+            # What the lane took from the front of a read of several frames, it took each
+            # frame as if read alone: so the general path is given them so.
+            assert got == general.reads(side, frames_then_rest(data, fast.leading), now)
+            if fast.leading:
+                event("the lane took frames of a read of several")
             assert fast.state() == general.state()
             if general.closed:  # the runtime closes the pair: the next one starts afresh
                 fast = Driven(True, max_in_flight, denied, awaits, fast.taken)
@@ -314,11 +385,10 @@ def test_the_lane_leaves_what_the_general_path_must_decide() -> None:
     redirect = produce_redirect(4, 2, "broker-2.invalid", 9092)
     assert pair(driven, produce_request(4, acks=1), redirect) == 1
     assert driven.taken == 3
-    # Two frames in one read, or one frame in two reads.
-    both = heartbeat_request(5) + heartbeat_request(6)
-    assert driven.client(both, 1.0)[3] == [(HEARTBEAT, len(both) // 2 - 4)] * 2
+    # One frame in two reads.
+    driven.client(heartbeat_request(5), 1.0)
     driven.upstream(heartbeat_response(5)[:7], 1.0)
-    assert driven.taken == 3
+    assert driven.taken == 4
 
 
 def test_the_lane_leaves_a_client_awaiting_a_success_to_the_walk() -> None:
@@ -335,3 +405,33 @@ def test_the_lane_leaves_a_denied_api_and_the_last_in_flight_slot() -> None:
     full.client(heartbeat_request(1), 1.0)
     assert full.client(heartbeat_request(2), 1.0)[4] is True  # the general path paused
     assert full.taken == 1
+
+
+def test_the_lane_takes_the_whole_frames_at_the_front_of_one_read() -> None:
+    """A read of several whole frames: the lane takes them one by one up to the first it
+    leaves; that one and the rest go to the general path, in order."""
+    driven = warmed()
+    requests = [heartbeat_request(1), produce_request(2, acks=1), metadata_request(3)]
+    requests.append(heartbeat_request(4))
+    sent = driven.client(b"".join(requests), 1.0)
+    assert driven.leading == 4
+    assert sent[1] == b"".join(requests) and [key for key, _ in sent[3]] == [12, 0, 3, 12]
+    # acks=0 awaits no response: the general path's, with what follows it.
+    requests = [heartbeat_request(5), produce_request(6, acks=0), heartbeat_request(7)]
+    sent = driven.client(b"".join(requests), 1.0)
+    assert driven.leading == 1
+    assert sent[1] == b"".join(requests) and [key for key, _ in sent[3]] == [12, 0, 12]
+    # The Metadata response is walked: the general path's, with what follows it.
+    answers = [heartbeat_response(1), produce_response(2), metadata_response(3, BROKERS)]
+    answers.append(heartbeat_response(4))
+    got = driven.upstream(b"".join(answers), 2.0)
+    assert driven.leading == 2
+    assert got[1].startswith(answers[0] + answers[1])
+    assert [facts[0] for facts in got[4]] == [12, 0, 3, 12]
+    got = driven.upstream(heartbeat_response(5) + heartbeat_response(7), 2.0)
+    assert driven.leading == 2 and len(driven.session.inflight) == 0
+    # A split read is the general path's, whole frames before the split or not.
+    driven.client(heartbeat_request(8) + heartbeat_request(9)[:9], 3.0)
+    assert driven.leading == 1
+    driven.client(heartbeat_request(9)[9:] + heartbeat_request(10), 3.0)
+    assert driven.leading == 0 and len(driven.session.inflight) == 3
