@@ -193,8 +193,7 @@ class KproxyPeer(LoopbackPeer):
         self.loop = loop
         self.source = source  # the checkout whose kproxy runs (bench ab: a baseline)
         self.workdir = workdir
-        self.port = free_port()
-        self.admin_port = free_port()
+        self.port, self.admin_port = free_ports(2)
         cluster: dict[str, Any] = {"bootstrap_servers": bootstrap_servers}
         if dial_overrides:
             cluster["dial_overrides"] = dial_overrides

@@ -37,7 +37,7 @@ from bench.peers import (
     Unavailable,
 )
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.peers.net import LOOPBACK, free_port, free_ports
+from tests.peers.net import LOOPBACK, free_ports
 from tests.peers.tansu import TANSU_NODE_ID, TansuBroker, TansuProxy
 
 #: Every path, in run order within a round.
@@ -422,7 +422,7 @@ class MockUpstream(Upstream):
         self.clusters[MAIN] = MockCluster(self.brokers)
         hap = MockCluster(self.brokers)
         ports = hap.broker_ports()
-        front = {b: free_port() for b in ports}
+        front = dict(zip(ports, free_ports(len(ports)), strict=True))
         routes = [(front[b], f"{LOOPBACK}:{p}") for b, p in sorted(ports.items())]
         try:
             self.haproxy = HaproxyPeer(

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from tests.peers.net import LOOPBACK, free_port, port_open, wait_until
+from tests.peers.net import LOOPBACK, free_ports, port_open, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,8 +30,7 @@ class KproxyProcess:
 
     def __init__(self, tmp: Path, bootstrap_servers: list[str], **sections: Any) -> None:
         self.tmp = tmp
-        self.bootstrap_port = free_port()
-        self.admin_port = free_port()
+        self.bootstrap_port, self.admin_port = free_ports(2)
         config: dict[str, Any] = {
             "cluster": {"bootstrap_servers": bootstrap_servers},
             "listeners": {

@@ -37,24 +37,35 @@ def free_port() -> int:
     """Return a TCP port on 127.0.0.1 that the OS just handed out (bind to port 0).
 
     The socket is closed before returning, so a peer started right after can bind it.
-    For several ports at once use :func:`free_ports` (guarantees they are distinct).
     """
     return free_ports(1)[0]
 
 
-def free_ports(count: int) -> list[int]:
-    """Return ``count`` distinct OS-assigned loopback ports.
+# Every port handed out in this process. A closed port may come back from the very next
+# bind to port 0, so two calls could otherwise give one test the same port twice (say a
+# proxy's listener and its admin server, or a "dead" broker address and the proxy).
+_handed_out: set[int] = set()
 
-    All sockets are held open until every port has been assigned, so the kernel cannot
-    hand out the same port twice within one call.
+
+def free_ports(count: int) -> list[int]:
+    """Return ``count`` distinct OS-assigned loopback ports, none handed out before by
+    this process.
+
+    Every socket is held open until all ports are chosen, so the kernel cannot hand out
+    one port twice within a call; a port an earlier call returned is drawn again.
     """
     socks: list[socket.socket] = []
+    ports: list[int] = []
     try:
-        for _ in range(count):
+        while len(ports) < count:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             socks.append(s)
             s.bind((LOOPBACK, 0))
-        return [int(s.getsockname()[1]) for s in socks]
+            port = int(s.getsockname()[1])
+            if port not in _handed_out:
+                _handed_out.add(port)
+                ports.append(port)
+        return ports
     finally:
         for s in socks:
             s.close()

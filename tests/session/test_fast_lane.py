@@ -428,9 +428,9 @@ def test_the_lane_takes_the_whole_frames_at_the_front_of_one_read() -> None:
     assert driven.leading == 2
     assert got[1].startswith(answers[0] + answers[1])
     assert [facts[0] for facts in got[4]] == [12, 0, 3, 12]
-    got = driven.upstream(heartbeat_response(5) + heartbeat_response(7), 2.0)
+    driven.upstream(heartbeat_response(5) + heartbeat_response(7), 2.0)
     assert driven.leading == 2 and len(driven.session.inflight) == 0
-    # A split read is the general path's, whole frames before the split or not.
+    # The split frame is the general path's; the whole frames before it are the lane's.
     driven.client(heartbeat_request(8) + heartbeat_request(9)[:9], 3.0)
     assert driven.leading == 1
     driven.client(heartbeat_request(9)[9:] + heartbeat_request(10), 3.0)
