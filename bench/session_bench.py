@@ -15,7 +15,9 @@ services, observer, metrics and event log), with transports that drop what they 
 given: everything kproxy's own Python does per round trip except the event loop and the
 syscalls. It is measured again with a 300 KB request in three reads, streamed through
 the general path (what a batching producer of small records sends), and with three
-pairs pipelined: their requests in one read, their responses in another. Beside them,
+pairs pipelined: their requests in one read, their responses in another, and with a
+Fetch v17 request and its 1 MB response in ten reads, streamed (`runtime-fetch`: what a
+consumer's round trip costs kproxy's Python). Beside them,
 `bench.least_pair` does the same pair's necessary work in one
 function per direction: the least Python such a pair needs, a yardstick for the fast
 lane.
@@ -43,8 +45,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kio.schema.produce.v10.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import Records
@@ -54,6 +58,10 @@ from bench.least_pair import least_pair
 from bench.rewrite_bench import seconds_per_call
 from tests.kio_support import encode_request_frame
 from tests.session.test_session_playbook import produce_response
+
+if TYPE_CHECKING:
+    from kproxy.proxy.client import ClientConnection
+    from kproxy.proxy.upstream import UpstreamConnection
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -142,6 +150,10 @@ LARGE_READS = 3
 # Pipelined pairs: that many requests in one read, then their responses in one read (a
 # client with several requests in flight, a broker answering them together).
 PIPELINED = 3
+# A consumer's Fetch response: 1 MB of records in about ten reads (uvloop reads up to
+# 256 KB; the Java perf consumer's averaged about 100 KB here).
+FETCH_RECORD_BYTES = 1_000_000
+FETCH_READS = 10
 
 
 def runtime_pair(
@@ -150,6 +162,48 @@ def runtime_pair(
     """One client connection and its broker side, as `kproxy run` builds them; the
     request arrives in ``reads`` pieces, or ``pipelined`` requests in one read and their
     responses in another."""
+    client, upstream = _runtime_connection(events_dir)
+    pairs = [produce_pair(record_bytes, 7 + i) for i in range(pipelined)]
+    request, response = (b"".join(frames) for frames in zip(*pairs, strict=True))
+    pieces = _cut(request, reads)
+
+    def run() -> object:
+        for data in pieces:
+            client.data_received(data)
+        upstream.data_received(response)
+        return None
+
+    return run
+
+
+def runtime_fetch(events_dir: Path) -> Callable[[], object]:
+    """A Fetch v17 request and its response of 1 MB of records (one partition), the
+    response in ``FETCH_READS`` reads: streamed, as a consumer's Fetch responses are."""
+    from tests.kio_support import encode_response_frame, fetch_v17_request
+    from tests.session.test_session_streaming import fetch_response
+
+    client, upstream = _runtime_connection(events_dir)
+    request = fetch_v17_request(7, uuid.UUID(int=7), "consumer")
+    response = encode_response_frame(fetch_response(17, [b"r" * FETCH_RECORD_BYTES]), 7)
+    pieces = _cut(response, FETCH_READS)
+
+    def run() -> object:
+        client.data_received(request)
+        for data in pieces:
+            upstream.data_received(data)
+        return None
+
+    return run
+
+
+def _cut(data: bytes, reads: int) -> list[bytes]:
+    piece = -(-len(data) // reads)
+    return [data[i : i + piece] for i in range(0, len(data), piece)]
+
+
+def _runtime_connection(events_dir: Path) -> tuple[ClientConnection, UpstreamConnection]:
+    """A `ClientConnection` and its `UpstreamConnection` over the real services,
+    observer, metrics and event log, with transports that drop what they are given."""
     from prometheus_client import CollectorRegistry
 
     from kproxy.config import parse_config
@@ -172,18 +226,7 @@ def runtime_pair(
     upstream.connection_made(_DroppingTransport())  # type: ignore[arg-type]
     client.upstream = upstream
     client.dialled = True
-    pairs = [produce_pair(record_bytes, 7 + i) for i in range(pipelined)]
-    request, response = (b"".join(frames) for frames in zip(*pairs, strict=True))
-    piece = -(-len(request) // reads)
-    pieces = [request[i : i + piece] for i in range(0, len(request), piece)]
-
-    def run() -> object:
-        for data in pieces:
-            client.data_received(data)
-        upstream.data_received(response)
-        return None
-
-    return run
+    return client, upstream
 
 
 def _events_dir() -> tempfile.TemporaryDirectory[str]:
@@ -201,6 +244,7 @@ def _pair_builders(events: Path) -> dict[str, Callable[[], Callable[[], object]]
         "runtime": lambda: runtime_pair(events),
         "runtime-large": lambda: runtime_pair(events, LARGE_RECORD_BYTES, LARGE_READS),
         "runtime-pipelined": lambda: runtime_pair(events, pipelined=PIPELINED),
+        "runtime-fetch": lambda: runtime_fetch(events),
         "session": session_pair,
         "general": lambda: session_pair(lane=False),
         "least": lambda: least_pair(*produce_pair()),
@@ -222,6 +266,7 @@ def measure(repeat: int) -> dict[str, object]:
         "runtime_us_per_pair": us["runtime"],
         "runtime_large_us_per_pair": us["runtime-large"],
         "runtime_pipelined_us_per_pair": us["runtime-pipelined"],
+        "runtime_fetch_us_per_pair": us["runtime-fetch"],
         "least_us_per_pair": us["least"],
         "compiled": not str(module.__file__).endswith(".py"),
     }
@@ -295,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             "runtime",
             "runtime-large",
             "runtime-pipelined",
+            "runtime-fetch",
             "least",
         ):
             print(f"{which}: {instructions_per_pair(which):,} instructions per pair")
@@ -320,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  {PIPELINED} pairs pipelined (their requests in one read, their responses in "
         f"another): {here['runtime_pipelined_us_per_pair']:.2f} us per pair ({kind})"
+    )
+    print(
+        f"  a Fetch v17 request and its {FETCH_RECORD_BYTES // 1000} KB response in "
+        f"{FETCH_READS} reads (streamed): {here['runtime_fetch_us_per_pair']:.2f} us ({kind})"
     )
     print(
         "the least Python a pair needs (bench/least_pair.py, a yardstick, not kproxy): "

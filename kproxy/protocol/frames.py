@@ -106,6 +106,17 @@ class FrameReader:
         """A frame is being handed over in pieces (its `FrameStart` was taken)."""
         return self._passing or self._offered == 1
 
+    @property
+    def passing_room(self) -> int:
+        """Bytes of the frame being handed over in pieces still to come, less its last
+        one: a read no longer than this lies wholly inside that frame (0: no such frame)."""
+        return self._need - self._have - 1 if self._passing else 0
+
+    def passed(self, n: int) -> None:
+        """The caller handed over the next `n` bytes itself (at most `passing_room`):
+        what `feed_through` would have returned as one `FrameMore`."""
+        self._have += n
+
     def gather(self) -> None:
         """Return the frame the last `FrameStart` began whole, instead of in pieces."""
         if self._offered != 1:

@@ -91,6 +91,15 @@ class ResponseSkim:
                 return pos
             self._next(ask)
 
+    def passes_over(self, n: int) -> bool:
+        """Whether the next `n` bytes all lie inside the byte field being passed over (a
+        record batch set), short of its end: if so they are counted as fed, leaving the
+        skim as `feed` would have (it would return `n`)."""
+        if self._copy or self.in_tail or self._want <= n:
+            return False
+        self._want -= n
+        return True
+
     def finish(self) -> None:
         """The frame's last byte was fed: it must have reached its tail (or its end)."""
         if not self.in_tail:

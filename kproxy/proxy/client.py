@@ -235,7 +235,12 @@ class ClientConnection(asyncio.Protocol):
                 transport.write(self.tls.send([data]))
             svc.observe_response(req, len(data) - 4, now - req.received, _now())
             return
-        if not self.draining:  # several whole responses in one read: as for requests
+        if not self.draining:
+            # Inside a large response forwarded as it arrives, in bytes nothing reads.
+            if self.session.streamed_passes(data):
+                self._write_client([data])
+                return
+            # Several whole responses in one read: as for requests.
             taken: list[tuple[InFlight, int]] = []
             end = self.session.responses_leading(data, taken)
             if end:

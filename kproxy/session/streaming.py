@@ -101,7 +101,20 @@ class StreamedResponse:
         self.have += len(data)
         if self.skim is None:
             return data
-        return data[: self.skim.feed(data)]
+        # The bound in a local: compiled, a call in a slice bound of a memoryview runs
+        # twice (mypyc tries a fast path first), and `feed` must see each byte once.
+        sendable = self.skim.feed(data)
+        return data[:sendable]
+
+    def passes(self, n: int) -> bool:
+        """Whether the next `n` bytes may all go now unread (a response nothing walks,
+        or bytes inside a Fetch response's records): if so they are counted, as `more`
+        would have (short of the frame's end: the caller's reader says so)."""
+        skim = self.skim
+        if skim is not None and not skim.passes_over(n):
+            return False
+        self.have += n
+        return True
 
     @property
     def complete(self) -> bool:

@@ -15,9 +15,11 @@ then given that read cut so, each frame it took alone and the rest in one read.
 from __future__ import annotations
 
 import datetime
+import itertools
 import struct
 from typing import Any
 
+import pytest
 from hypothesis import event, given, settings, target
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
@@ -39,6 +41,7 @@ from tests.session.test_session_playbook import (
     produce_response,
     request_with,
 )
+from tests.session.test_session_streaming import fetch_request, fetch_response
 
 HEARTBEAT = 12
 BROKERS = [(1, "broker-1.invalid", 9092), (2, "broker-2.invalid", 9092)]
@@ -108,6 +111,7 @@ class Driven:
         self.lane = lane
         self.taken = taken  # frames the lane took (over the connections of one example)
         self.leading = 0  # frames the lane took from the front of the last read of several
+        self.passed = 0  # reads inside a streamed response the lane sent on
         self.session = ProxySession(
             address_map(open_nodes=(1, 2)),
             SessionLimits(1 << 20, max_in_flight),
@@ -155,6 +159,9 @@ class Driven:
             req = s.response_alone(data)
             if req is not None:
                 taken, end = [(req, len(data) - 4)], len(data)
+            elif s.streamed_passes(data):
+                self.passed += 1
+                return ("upstream", data, b"", [], [], [], False, None)
             else:
                 end = s.responses_leading(data, taken)
                 self.leading = len(taken)
@@ -236,6 +243,26 @@ def frames_then_rest(data: bytes, frames: int) -> list[bytes]:
     return [*reads, data[pos:]] if pos < len(data) else reads
 
 
+def streamed_round_trip(
+    version: int, size: int, moved: bool, reads: int, shift: int, from_end: list[int], corr: int
+) -> list[tuple[str, bytes]]:
+    """A request read alone, and its large response in about `reads` equal reads, the
+    cuts shifted by `shift` per mille of one read, and cut again `from_end` bytes before
+    its end (small reads among the fields after the records, and in the tail)."""
+    if version == 0:
+        request, small = heartbeat_request(corr), heartbeat_response(corr)
+        response = struct.pack(">i", len(small) - 4 + size) + small[4:] + b"\0" * size
+    else:
+        endpoints = tuple(BROKERS) if moved and version >= 16 else ()
+        msg = fetch_response(version, [b"r" * size], 2 if moved else None, endpoints)
+        request, response = fetch_request(version, corr), encode_response_frame(msg, corr)
+    n = len(response)
+    step = -(-n // reads)
+    at = {0, n, *range(step * shift // 1000 or step, n, step), *(n - k for k in from_end)}
+    pieces = [response[a:b] for a, b in itertools.pairwise(sorted(at))]
+    return [("client", request)] + [("upstream", p) for p in pieces]
+
+
 def reads_of(pieces: list[bytes], cut: int, mode: int) -> list[bytes]:
     """How one side's next bytes arrive: each alone, one split in two, or run together."""
     if mode == 0 or not pieces:
@@ -259,6 +286,19 @@ PIPELINED = st.tuples(
         st.tuples(st.sampled_from(sorted(ANSWERS)), st.integers(0, 2)), min_size=2, max_size=4
     ),
 )
+# A Fetch round trip whose response (past the streaming threshold, 64 KiB, by 35 KiB of
+# records or more) arrives cut into reads: the lane sends on those inside its records.
+STREAMED = st.tuples(
+    st.just("streamed"),
+    # Fetch versions (NodeEndpoints from v16, KIP-951), or 0: a Heartbeat answered with
+    # that many bytes, which nothing walks (streamed without a skim).
+    st.sampled_from([0, 12, 16, 17, 18]),
+    st.integers(100_000, 200_000),  # record bytes
+    st.booleans(),  # a partition moved: CurrentLeader (and NodeEndpoints) in the response
+    st.integers(1, 12),  # reads of about equal size (the runtime reads up to 256 KiB)
+    st.integers(0, 999),  # where the first cut falls in the first read (per mille)
+    st.lists(st.integers(1, 300), max_size=3),  # more cuts, this far from the end
+)
 ACTIONS = st.lists(
     st.one_of(
         # Any pieces from one side: whole, split or run together, valid or not.
@@ -274,6 +314,7 @@ ACTIONS = st.lists(
         ROUND_TRIP,
         ROUND_TRIP,
         PIPELINED,
+        STREAMED,
     ),
     min_size=3,
     max_size=30,
@@ -316,6 +357,8 @@ def test_the_lane_and_the_general_path_agree(
                 for kind, answer, corr in trips
             ]
             reads = [("client", requests), ("upstream", b"".join(responses))]
+        elif action[0] == "streamed":
+            reads = streamed_round_trip(*action[1:], corr=1000 + i)
         else:
             side, picks, cut, mode = action
             make = client_piece if side == "client" else upstream_piece
@@ -323,7 +366,10 @@ def test_the_lane_and_the_general_path_agree(
             reads = [(side, data) for data in reads_of(pieces, cut, mode)]
         for side, data in reads:
             now += 0.001
+            passed = fast.passed
             got = fast.client(data, now) if side == "client" else fast.upstream(data, now)
+            if fast.passed > passed:
+                event("the lane sent on a read inside a streamed response")
             # What the lane took from the front of a read of several frames, it took each
             # frame as if read alone: so the general path is given them so.
             assert got == general.reads(side, frames_then_rest(data, fast.leading), now)
@@ -435,3 +481,29 @@ def test_the_lane_takes_the_whole_frames_at_the_front_of_one_read() -> None:
     assert driven.leading == 1
     driven.client(heartbeat_request(9)[9:] + heartbeat_request(10), 3.0)
     assert driven.leading == 0 and len(driven.session.inflight) == 3
+
+
+@pytest.mark.parametrize("version", [0, 12, 16, 17, 18])
+def test_the_lane_sends_on_only_the_reads_inside_a_streamed_response_s_records(
+    version: int,
+) -> None:
+    """A large response in reads of 20 KB, its last 300 bytes a byte at a time: the lane
+    sends on the reads inside its records (or inside all of it, for a response nothing
+    walks), short of its end, and leaves every read among the fields after the records
+    and in the tail to the general path; both paths send the same bytes alike."""
+    fast, general = warmed(), Driven(False, 100, frozenset(), awaits=False)
+    pair(general, heartbeat_request(100), heartbeat_response(100))
+    reads = streamed_round_trip(version, 150_000, True, 8, 0, list(range(1, 301)), corr=9)
+    for side, data in reads:
+        got = fast.client(data, 1.0) if side == "client" else fast.upstream(data, 2.0)
+        assert got == general.reads(side, [data], 2.0 if side == "upstream" else 1.0)
+        assert fast.state() == general.state()
+    assert not fast.closed and fast.session._stream is None and not fast.session.answering
+    # Sent on: from the second read after the one that began the stream (64 KiB of body
+    # in hand), each read that ends before the records do (or before the frame does).
+    response = b"".join(data for side, data in reads if side == "upstream")
+    records = response.find(b"r" * 150_000)
+    inside = records + 150_000 if version else len(response)
+    ends = list(itertools.accumulate(len(data) for side, data in reads if side == "upstream"))
+    began = next(i for i, end in enumerate(ends) if end >= 4 + 65_536)
+    assert fast.passed == sum(1 for end in ends[began + 2 :] if end < inside) > 3
