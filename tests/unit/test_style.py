@@ -7,10 +7,11 @@ import ast
 import importlib.util
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+
+from tests.unit.test_compiled_build import compiled_modules
 
 REPO = Path(__file__).resolve().parents[2]
 SANS_IO = (REPO / "kproxy" / "protocol", REPO / "kproxy" / "session")
@@ -62,9 +63,8 @@ def test_no_slice_bound_of_a_compiled_module_calls_anything() -> None:
     type it knows (a memoryview: it tries a fast path first, then the generic one), so
     a bound with a side effect runs it twice: `data[: skim.feed(data)]` fed every byte
     of a streamed Fetch response to the skim twice. Such a bound goes in a local."""
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     offenders = []
-    for module in pyproject["tool"]["kproxy"]["compiled"]:
+    for module in compiled_modules():
         for node in ast.walk(ast.parse((REPO / module).read_text())):
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
                 bounds = (node.slice.lower, node.slice.upper, node.slice.step)
