@@ -1,5 +1,5 @@
-"""The metrics every frame and response updates, kept as plain counts and made into
-Prometheus samples only when /metrics is scraped.
+"""The metrics every frame and response updates (and every response streamed), kept as
+plain counts and made into Prometheus samples only when /metrics is scraped.
 
 prometheus_client's counters and histograms take a lock and walk their value objects on
 every `inc()` and `observe()` (1.5-4 us each); a request and its response made six such
@@ -20,7 +20,14 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from kproxy.metric_specs import BYTES, FRAMES, REQUEST_DURATION, UPSTREAM_DURATION, MetricSpec
+from kproxy.metric_specs import (
+    BYTES,
+    FRAMES,
+    REQUEST_DURATION,
+    RESPONSES_STREAMED,
+    UPSTREAM_DURATION,
+    MetricSpec,
+)
 from kproxy.protocol.apis import api_name
 
 if TYPE_CHECKING:
@@ -28,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HOT_PATH_SPECS", "HotPathMetrics"]
 
-HOT_PATH_SPECS = (FRAMES, BYTES, REQUEST_DURATION, UPSTREAM_DURATION)
+HOT_PATH_SPECS = (FRAMES, BYTES, REQUEST_DURATION, UPSTREAM_DURATION, RESPONSES_STREAMED)
 REQUEST: Final = "request"  # the two values of kproxy_frames_total's `direction`
 RESPONSE: Final = "response"
 
@@ -69,8 +76,8 @@ def _bucket(bounds: list[float], value: float) -> int:
 
 
 class HotPathMetrics(Collector):
-    """kproxy_frames_total, kproxy_bytes_total, kproxy_request_duration_seconds and
-    kproxy_upstream_duration_seconds."""
+    """kproxy_frames_total, kproxy_bytes_total, kproxy_request_duration_seconds,
+    kproxy_upstream_duration_seconds and kproxy_responses_streamed_total."""
 
     def __init__(self) -> None:
         # api key -> counts, one table per direction: an int key, no tuple to build and
@@ -78,6 +85,9 @@ class HotPathMetrics(Collector):
         self.requests: dict[int, _FrameCounts] = {}
         self.responses_out: dict[int, _FrameCounts] = {}
         self.latency: dict[int, _Latency] = {}
+        # (api key, what the tail became) -> responses: a consumer's every Fetch response
+        # is streamed once it is large, and a labelled counter's inc() cost it ~10 us.
+        self.streamed: dict[tuple[int, str], int] = {}
         self.bounds = list(REQUEST_DURATION.buckets)
         if UPSTREAM_DURATION.buckets != REQUEST_DURATION.buckets:
             raise ValueError("the two latency histograms must share their buckets")
@@ -121,6 +131,11 @@ class HotPathMetrics(Collector):
         latency.upstream_buckets[_bucket(bounds, upstream_seconds)] += 1
         latency.upstream_sum += upstream_seconds
 
+    def response_streamed(self, api_key: int, tail: str) -> None:
+        """A response forwarded as it arrived; `tail` is what its tail became."""
+        key = (api_key, tail)
+        self.streamed[key] = self.streamed.get(key, 0) + 1
+
     # -- a scrape ----------------------------------------------------------------------
     def collect(self) -> Iterator[Metric]:
         frames = _counter(FRAMES)
@@ -141,12 +156,16 @@ class HotPathMetrics(Collector):
             upstream.add_metric(
                 labels, self._cumulative(latency.upstream_buckets), sum_value=latency.upstream_sum
             )
-        yield from (frames, sizes, total, upstream)
+        streamed = _counter(RESPONSES_STREAMED)
+        for (api_key, tail), count in sorted(self.streamed.items()):
+            streamed.add_metric([api_name(api_key), tail], count)
+        yield from (frames, sizes, total, upstream, streamed)
 
     def describe(self) -> Iterator[Metric]:
         # Names only, so that registering checks them against every other family's.
         yield from (_counter(FRAMES), _counter(BYTES))
         yield from (_histogram(REQUEST_DURATION), _histogram(UPSTREAM_DURATION))
+        yield _counter(RESPONSES_STREAMED)
 
     def _cumulative(self, counts: list[int]) -> list[tuple[str, float]]:
         out: list[tuple[str, float]] = []

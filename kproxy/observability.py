@@ -324,7 +324,7 @@ class Observability(ProxyObserver):
         self.metrics.config_values_redacted.labels(api_name(api_key)).inc(count)
 
     def response_streamed(self, api_key: int, tail: str) -> None:
-        self.metrics.responses_streamed.labels(api_name(api_key), tail).inc()
+        self.hot.response_streamed(api_key, tail)
 
     def request_refused(self, api_key: int, listener: str) -> None:
         self.metrics.requests_refused.labels(api_name(api_key), listener).inc()

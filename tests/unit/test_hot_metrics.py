@@ -1,6 +1,6 @@
 """The scrape-time counts of `kproxy.hot_metrics` give exactly the samples that
 prometheus_client's own counters and histograms, updated call by call, gave for the same
-traffic: names, labels, bucket bounds, counts and sums."""
+traffic: names, labels, bucket bounds, counts and sums (streamed responses' counts too)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kproxy.hot_metrics import HotPathMetrics
-from kproxy.metric_specs import BYTES, FRAMES, LATENCY_BUCKETS, REQUEST_DURATION, UPSTREAM_DURATION
+from kproxy.metric_specs import (
+    BYTES,
+    FRAMES,
+    LATENCY_BUCKETS,
+    REQUEST_DURATION,
+    RESPONSES_STREAMED,
+    UPSTREAM_DURATION,
+)
 from kproxy.metrics import KproxyMetrics
 from kproxy.protocol.apis import api_name
 from kproxy.session.steps import ResponseSeen
@@ -28,6 +35,11 @@ SECONDS = st.one_of(
     st.sampled_from([0.0, 1e-9, 0.00049999, 0.00050001, 1e6]),
 )
 RESPONSE = st.tuples(st.just("response"), st.sampled_from([0, 1, 3, 18]), SECONDS, SECONDS)
+STREAMED = st.tuples(
+    st.just("streamed"),
+    st.sampled_from([1, 78, 79, 3]),
+    st.sampled_from(["none", "rewritten", "padded", "dropped"]),
+)
 
 
 def per_call_registry(calls: list[tuple[object, ...]]) -> CollectorRegistry:
@@ -39,8 +51,13 @@ def per_call_registry(calls: list[tuple[object, ...]]) -> CollectorRegistry:
                       registry=reg, buckets=REQUEST_DURATION.buckets)  # fmt: skip
     upstream = Histogram(UPSTREAM_DURATION.name, UPSTREAM_DURATION.help, UPSTREAM_DURATION.labels,
                          registry=reg, buckets=UPSTREAM_DURATION.buckets)  # fmt: skip
+    streamed = Counter(RESPONSES_STREAMED.name, RESPONSES_STREAMED.help, RESPONSES_STREAMED.labels,
+                       registry=reg)  # fmt: skip
     for call in calls:
-        if call[0] == "frame":
+        if call[0] == "streamed":
+            _, key, tail = call
+            streamed.labels(api_name(key), tail).inc()  # type: ignore[arg-type]
+        elif call[0] == "frame":
             _, key, direction, size = call
             frames.labels(api_name(key), direction).inc()  # type: ignore[arg-type]
             sizes.labels(api_name(key), direction).inc(size)  # type: ignore[arg-type]
@@ -72,11 +89,13 @@ def assert_same_samples(hot: HotPathMetrics, calls: list[tuple[object, ...]]) ->
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(FRAME, RESPONSE), max_size=60))
+@given(st.lists(st.one_of(FRAME, RESPONSE, STREAMED), max_size=60))
 def test_scrape_time_counts_equal_per_call_families(calls: list[tuple[object, ...]]) -> None:
     hot = HotPathMetrics()
     for call in calls:
-        if call[0] == "frame":
+        if call[0] == "streamed":
+            hot.response_streamed(*call[1:])  # type: ignore[arg-type]
+        elif call[0] == "frame":
             hot.frame(*call[1:])  # type: ignore[arg-type]
         else:
             hot.response(*call[1:])  # type: ignore[arg-type]
@@ -87,8 +106,11 @@ def test_kproxy_metrics_expose_the_hot_families_once() -> None:
     m = KproxyMetrics(runtime_collectors=False)
     m.frame(0, "request", 10)
     m.response(0, 0.001, 0.0005)
+    m.hot.response_streamed(1, "padded")
     text = m.exposition()[0].decode()
     assert text.count("# TYPE kproxy_frames_total counter") == 1
+    assert text.count("# TYPE kproxy_responses_streamed_total counter") == 1
+    assert m.value("kproxy_responses_streamed_total", {"api": "Fetch", "tail": "padded"}) == 1
     assert 'kproxy_request_duration_seconds_bucket{api="Produce",le="0.001"} 1.0' in text
     assert 'kproxy_upstream_duration_seconds_bucket{api="Produce",le="0.0005"} 1.0' in text
     assert m.value("kproxy_bytes_total", {"api": "Produce", "direction": "request"}) == 10
