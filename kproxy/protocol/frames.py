@@ -73,12 +73,15 @@ class FrameReader:
         self.max_frame_bytes = max_frame_bytes
         # feed_through: frames of at least this many bytes are handed over in pieces.
         self.stream_after = stream_after
-        self._head = bytearray()  # up to 3 bytes of a size prefix split across chunks
+        # Up to 3 bytes of a size prefix split across chunks. Immutable, and the empty
+        # one shared: an idle connection's two readers then hold no buffer objects.
+        self._head = b""
         # The body of a frame split across chunks, gathered as references to the chunks
         # and joined once when it is whole: one copy, however many chunks it came in.
         # Small pieces are copied into a bytearray instead, so that a peer dripping a
-        # frame a byte at a time costs bytes, not an object per byte.
-        self._pieces: list[memoryview | bytearray] = []
+        # frame a byte at a time costs bytes, not an object per byte. None: no pieces
+        # (made at the first, so that an idle connection holds no empty list).
+        self._pieces: list[memoryview | bytearray] | None = None
         self._have = 0  # bytes of the incomplete frame's body in hand (or passed on)
         self._need = -1  # body size of the incomplete frame; -1: none
         self._offered = 0  # 1: a FrameStart was just returned; -1: gather() was called
@@ -142,6 +145,8 @@ class FrameReader:
         if not piece:
             return
         pieces = self._pieces
+        if pieces is None:
+            pieces = self._pieces = []
         if immutable and len(piece) >= _REFERENCE_AT_LEAST:
             pieces.append(piece)
         elif pieces and type(pieces[-1]) is bytearray:
@@ -151,6 +156,8 @@ class FrameReader:
 
     def _joined(self) -> memoryview:
         pieces = self._pieces
+        if pieces is None:  # a frame with an empty body
+            return memoryview(b"")
         if len(pieces) == 1:
             return memoryview(pieces[0])
         return memoryview(b"".join(pieces))
@@ -211,19 +218,19 @@ class FrameReader:
         limit = self.max_frame_bytes
         if self._offered == 1:  # the caller took the FrameStart: pass the rest on
             self._passing = True
-            self._pieces = []
+            self._pieces = None
             self._offered = 0
         if self._head:
-            head = self._head
-            take = min(4 - len(head), n)
-            head += view[:take]
+            take = min(4 - len(self._head), n)
+            head = self._head + bytes(view[:take])
             pos = take
             if len(head) < 4:
+                self._head = head
                 return frames
             size = _size(head, 0)[0]
             if size < 0 or size > limit or self._first:
-                self._check(size, bytes(head))
-            head.clear()
+                self._check(size, head)
+            self._head = b""
             self._need = size
             self._have = 0
         if self._need >= 0:
@@ -241,7 +248,7 @@ class FrameReader:
                 return frames
             if not self._passing:
                 frames.append(self._joined())
-            self._pieces = []
+            self._pieces = None
             self._need = -1
             self._passing = False
             self._offered = 0
@@ -252,7 +259,7 @@ class FrameReader:
                 self._check(size, bytes(view[pos : pos + 4]))
             end = pos + 4 + size
             if end > n:
-                self._pieces = []
+                self._pieces = None
                 self._keep(view[pos + 4 :], type(data) is bytes)
                 self._have = n - pos - 4
                 self._need = size
@@ -264,6 +271,6 @@ class FrameReader:
                 self.whole = data
             pos = end
             self._first = False
-        if pos < n:
-            self._head += view[pos:]
+        if pos < n:  # nothing of a size prefix was in hand: the loop began without one
+            self._head = bytes(view[pos:])
         return frames

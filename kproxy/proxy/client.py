@@ -67,7 +67,7 @@ class ClientConnection(asyncio.Protocol):
                 services.refused_apis,
                 services.api_policy,
                 quorum,
-                services.observer.awaits_success,
+                services.awaits_success,
             )
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
@@ -81,7 +81,9 @@ class ClientConnection(asyncio.Protocol):
         tls = None if self.controller else services.client_tls
         self.tls = TlsServerLayer(tls.context) if tls is not None else None
         self._reading = ReadGate()
-        self._pending: list[bytes | memoryview] = []  # requests before the broker is there
+        # Requests read before the broker is there; None once it is (an idle connection
+        # holds no empty list).
+        self._pending: list[bytes | memoryview] | None = None
 
     # -- client side ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -178,6 +180,8 @@ class ClientConnection(asyncio.Protocol):
         if upstream is not None and upstream.transport is not None:
             upstream.transport.writelines(chunks)
             return
+        if self._pending is None:
+            self._pending = []
         self._pending.extend(chunks)
         self._pause("dialling")  # one request's worth, until the broker is there
         if not self.dialled:
@@ -190,8 +194,8 @@ class ClientConnection(asyncio.Protocol):
             if upstream is None or self.closed:
                 return
             self.upstream = upstream
-            pending, self._pending = self._pending, []
-            if upstream.transport is not None:
+            pending, self._pending = self._pending, None
+            if upstream.transport is not None and pending is not None:
                 upstream.transport.writelines(pending)
             self._resume("dialling")
         finally:
@@ -309,6 +313,6 @@ class ClientConnection(asyncio.Protocol):
             self.transport.close()
         if self.upstream is not None:
             self.upstream.close()
-        self._pending = []
+        self._pending = None
         self.session.close()
         self.services.registry.closed(self, cause)

@@ -71,7 +71,7 @@ def test_a_dripped_frame_costs_bytes_not_objects() -> None:
     stream = framed(body)
     for i in range(len(stream) - 1):
         assert reader.feed(stream[i : i + 1]) == []
-        assert len(reader._pieces) <= 1
+        assert len(reader._pieces or ()) <= 1
     assert reader.buffered == len(stream) - 1
     (frame,) = reader.feed(stream[-1:])
     assert bytes(frame) == body
