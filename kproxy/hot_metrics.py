@@ -85,8 +85,9 @@ class HotPathMetrics(Collector):
         self.requests: dict[int, _FrameCounts] = {}
         self.responses_out: dict[int, _FrameCounts] = {}
         self.latency: dict[int, _Latency] = {}
-        # (api key, what the tail became) -> responses: a consumer's every Fetch response
-        # is streamed once it is large, and a labelled counter's inc() cost it ~10 us.
+        # (api key, what the tail became) -> responses: a consumer's every large Fetch
+        # response is streamed, and a labelled counter took a lock and a label lookup
+        # for each.
         self.streamed: dict[tuple[int, str], int] = {}
         self.bounds = list(REQUEST_DURATION.buckets)
         if UPSTREAM_DURATION.buckets != REQUEST_DURATION.buckets:

@@ -21,7 +21,10 @@ from kproxy.session.policy import ApiPolicy
 from tests.session.test_fast_lane import heartbeat_request, heartbeat_response
 from tests.session.test_session_playbook import address_map
 
-SESSIONS = 400
+SESSIONS = 1000
+# tracemalloc counts every allocation in the process while the objects are made, other
+# threads' included (a test run's event writers): bytes per object allowed for those.
+STRAY = 16
 
 
 def _traced_per_object(make: Callable[[], object]) -> float:
@@ -59,7 +62,7 @@ def test_a_frame_reader_that_read_whole_and_split_frames_holds_no_buffer() -> No
     # The reader object and nothing else: no bytearray for a size prefix, no list of
     # pieces (the limit is the caller's int; the other fields are small ints, None and
     # the shared empty bytes).
-    assert _traced_per_object(reader) <= sys.getsizeof(FrameReader(1 << 20))
+    assert _traced_per_object(reader) <= sys.getsizeof(FrameReader(1 << 20)) + STRAY
 
 
 def test_an_idle_session_holds_what_a_fresh_one_does_plus_its_answered_table() -> None:
@@ -87,4 +90,4 @@ def test_an_idle_session_holds_what_a_fresh_one_does_plus_its_answered_table() -
     grown = _traced_per_object(idle) - _traced_per_object(fresh)
     # What answering leaves: the in-flight table's dict keeps the room its entries took
     # (a dict does not shrink as it empties), and the readers keep nothing.
-    assert grown <= 200, grown
+    assert grown <= 160 + STRAY, grown
