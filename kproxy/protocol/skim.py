@@ -13,6 +13,12 @@ finds in it exactly what it would find in the whole frame.
 It stops following at the message's top-level tagged fields: everything from there to
 the end is the *tail*, kept whole and handed to the caller, which is the only part of
 the frame that may have to change (`kproxy.protocol.tagged_fit`).
+
+On the way it notes whether the body is *plain*: every ErrorCode the walker reports
+(`R_ERROR`) is 0 and no struct carries a tagged field the walker looks into (KIP-951's
+`CurrentLeader`). A plain body with an empty tail tells the walker nothing it would act
+on, so its walk may be skipped (`kproxy.session.streaming`), as a plain Produce
+response's is (`kproxy.protocol.produce_scan`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from kproxy.protocol.plan_codes import (
     OP_NSTRUCT,
     OP_STR,
     OP_STRUCT,
+    R_ERROR,
 )
 from kproxy.protocol.primitives import INT16, INT32
 
@@ -46,7 +53,16 @@ _i32 = INT32.unpack_from
 class ResponseSkim:
     """The skeleton of one response body, built from its bytes in any split."""
 
-    __slots__ = ("_ask", "_copy", "_start", "_want", "in_tail", "skeleton", "tail_start")
+    __slots__ = (
+        "_ask",
+        "_copy",
+        "_start",
+        "_want",
+        "in_tail",
+        "plain",
+        "skeleton",
+        "tail_start",
+    )
 
     def __init__(self, plan: Struct, header: bytes | memoryview) -> None:
         # The response header is kept as it is, so that skeleton offsets are frame offsets
@@ -54,6 +70,7 @@ class ResponseSkim:
         self.skeleton = bytearray(header)
         self.in_tail = False
         self.tail_start = -1  # skeleton offset of the tail, once reached
+        self.plain = True  # no error and no interesting tagged field so far (see above)
         self._ask = self._body(plan)
         self._want = 0
         self._copy = False
@@ -132,27 +149,44 @@ class ResponseSkim:
 
     def _struct(self, plan: Struct) -> _Ask:
         fixed = 0
+        error_at = -1  # where the run's ErrorCode lies in it
         for f in plan[0]:
             if f[0] == OP_FIXED:  # runs of fixed-width fields are asked for at once
+                if f[1] == R_ERROR:
+                    if error_at >= 0:  # a second one: the run so far first
+                        yield from self._fixed(fixed, error_at)
+                        fixed = 0
+                    error_at = fixed
                 fixed += f[2]
                 continue
             if fixed:
-                yield fixed
+                yield from self._fixed(fixed, error_at)
                 fixed = 0
+                error_at = -1
             yield from self._field(f)
         if fixed:
-            yield fixed
-        if plan[1] is not None:  # tagged fields: small, copied whole
+            yield from self._fixed(fixed, error_at)
+        tagged = plan[1]
+        if tagged is not None:  # tagged fields: small, copied whole
             for _ in range((yield from self._uvarint())):
-                yield from self._uvarint()
+                field = tagged.get((yield from self._uvarint()))
+                if field is not None and field[4]:
+                    self.plain = False  # one the walker looks into (CurrentLeader)
                 size = yield from self._uvarint()
                 if size:
                     yield size
 
+    def _fixed(self, n: int, error_at: int) -> _Ask:
+        """A run of `n` bytes of fixed-width fields, an ErrorCode (int16) `error_at`
+        bytes into it unless that is -1."""
+        at = yield n
+        if error_at >= 0 and (self.skeleton[at + error_at] or self.skeleton[at + error_at + 1]):
+            self.plain = False
+
     def _field(self, f: tuple[Any, ...]) -> _Ask:
         op, arg = f[0], f[2]
-        if op == OP_FIXED:
-            yield int(arg)
+        if op == OP_FIXED:  # a top-level field: those in structs come in runs (_struct)
+            yield from self._fixed(int(arg), 0 if f[1] == R_ERROR else -1)
         elif op in (OP_STR, OP_CSTR):
             n = yield from self._length(op)
             if n > 0:

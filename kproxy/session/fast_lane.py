@@ -171,11 +171,16 @@ class FastLane:
         """No error, no leader hint, no client awaiting a success in the response body
         from `body` to `stop` of `frame`: nothing to walk (the general path's test too).
         A memoryview is copied for the scan, and only once the awaits test has passed."""
-        awaits = self.awaits_success
-        if awaits is None or awaits(req.client_id):
+        if self._walks_plain(req):
             return False
         buf = frame if isinstance(frame, bytes) else bytes(frame)
         return produce_response_is_plain(buf, body, stop, req.version)
+
+    def _walks_plain(self, req: InFlight) -> bool:
+        """Whether a plain response to `req` (no error, no leader hint) is walked all the
+        same: its client awaits a success (the leader table knows), or nobody can say."""
+        awaits = self.awaits_success
+        return awaits is None or awaits(req.client_id)
 
     def response_alone(self, data: bytes) -> InFlight | None:
         """Take a read that is one whole response the general path would forward as it

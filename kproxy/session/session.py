@@ -96,7 +96,7 @@ class ProxySession(FastLane):
         # responses that name controller listeners (`QUORUM_RESPONSES`) are mapped by it.
         self.controllers = controllers
         # Whether a client waits for a success to end a redirect's recovery (the leader
-        # table knows): only then is a plain Produce response walked. None: always.
+        # table knows): only then is a plain Produce or Fetch response walked. None: always.
         self.awaits_success = awaits_success
         self.limits = limits
         self.max_in_flight = limits.max_in_flight_requests  # read on every request
@@ -366,7 +366,7 @@ class ProxySession(FastLane):
         if not stream.complete:
             return
         self._stream = None
-        walked = stream.finish()
+        walked = stream.finish(self._walks_plain(stream.request))
         if walked is not None:
             self._learn(stream.request.api_key, walked, step, needed)
         self._held.append(stream)  # its tail, released in order with what follows

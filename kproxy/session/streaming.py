@@ -10,7 +10,9 @@ no copy of it is made:
   once, and those fields (the tail, where KIP-951 puts `NodeEndpoints`) are held until
   the last byte is in. The skeleton is then walked like any response (leaders, errors,
   endpoints), the tail rewritten and fitted to its announced length
-  (`kproxy.protocol.tagged_fit`), and sent.
+  (`kproxy.protocol.tagged_fit`), and sent. A skeleton the skim found plain (no error,
+  no `CurrentLeader`) with an empty tail is not walked, unless the client awaits a
+  success (a redirect's recovery, `kproxy.leadership`): nothing in it would be acted on.
 
 Every other response that may carry endpoints is gathered whole first, as before: only
 a Fetch response's endpoints all lie in its tail (pinned by a test for every version).
@@ -65,6 +67,7 @@ class StreamedResponse:
     __slots__ = (
         "_body_offset",
         "_endpoint_tags",
+        "_plain_tail",
         "have",
         "request",
         "size",
@@ -87,6 +90,8 @@ class StreamedResponse:
             plan = plan_for(request.api_key, False, request.version)
         self.skim = None if plan is None else ResponseSkim(plan, start.head[:body_offset])
         self._endpoint_tags = frozenset() if plan is None else endpoint_tags(plan)
+        # A tail with no tagged field: their count 0, or nothing before flexible versions.
+        self._plain_tail = b"" if plan is None or plan[1] is None else b"\x00"
 
     def begin(self, head: memoryview) -> list[bytes | memoryview]:
         """The frame's size prefix and as much of its first bytes as may go now."""
@@ -120,12 +125,15 @@ class StreamedResponse:
     def complete(self) -> bool:
         return self.have >= self.size
 
-    def finish(self) -> WalkResult | None:
-        """The last byte is in: walk the skeleton (None: nothing was followed)."""
+    def finish(self, walk_plain: bool) -> WalkResult | None:
+        """The last byte is in: walk the skeleton (None: nothing was followed, or it is
+        plain and `walk_plain` is False)."""
         skim = self.skim
         if skim is None:
             return None
         skim.finish()
+        if skim.plain and not walk_plain and skim.skeleton[skim.tail_start :] == self._plain_tail:
+            return None
         self.walked = walk(
             memoryview(skim.skeleton),
             self._body_offset,
@@ -139,10 +147,10 @@ class StreamedResponse:
     def tail(self, told: Mapping) -> TailSent:
         """The held tail, rewritten to the addresses clients see, at its own length."""
         skim, walked = self.skim, self.walked
-        if skim is None or walked is None:
+        if skim is None:
             return TailSent(b"", "none", 0, [])
         tail = bytes(skim.skeleton[skim.tail_start :])
-        if not walked.endpoints:
+        if walked is None or not walked.endpoints:
             return TailSent(tail, "none", 0, [])
         rw = rewrite(memoryview(skim.skeleton), walked.endpoints, told)
         # The rewrite changes only the tail (every endpoint of a skimmed response is in
