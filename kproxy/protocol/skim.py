@@ -41,6 +41,7 @@ from kproxy.protocol.plan_codes import (
     R_ERROR,
 )
 from kproxy.protocol.primitives import INT16, INT32
+from kproxy.protocol.walker import MAX_TAGGED_FIELDS
 
 # What the plan interpreter asks of the byte stream: n > 0 copies the next n bytes into
 # the skeleton (it is sent back where they start), n < 0 passes over -n bytes.
@@ -168,7 +169,13 @@ class ResponseSkim:
             yield from self._fixed(fixed, error_at)
         tagged = plan[1]
         if tagged is not None:  # tagged fields: small, copied whole
-            for _ in range((yield from self._uvarint())):
+            count = yield from self._uvarint()
+            if count > MAX_TAGGED_FIELDS:  # the walker's bound, walked or not
+                raise MalformedMessage(
+                    f"{count} tagged fields in one struct (at most {MAX_TAGGED_FIELDS})",
+                    reason="too_many_tagged_fields",
+                )
+            for _ in range(count):
                 field = tagged.get((yield from self._uvarint()))
                 if field is not None and field[4]:
                     self.plain = False  # one the walker looks into (CurrentLeader)

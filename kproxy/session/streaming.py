@@ -13,6 +13,8 @@ no copy of it is made:
   (`kproxy.protocol.tagged_fit`), and sent. A skeleton the skim found plain (no error,
   no `CurrentLeader`) with an empty tail is not walked, unless the client awaits a
   success (a redirect's recovery, `kproxy.leadership`): nothing in it would be acted on.
+  Such a response is checked as far as the skim follows it (sizes, counts, the bound on
+  tagged fields), not for what only the walk reads (a topic name's UTF-8).
 
 Every other response that may carry endpoints is gathered whole first, as before: only
 a Fetch response's endpoints all lie in its tail (pinned by a test for every version).

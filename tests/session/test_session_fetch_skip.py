@@ -176,6 +176,23 @@ def test_node_endpoints_alone_are_walked_and_rewritten(version: int) -> None:
     assert seen.rewritten == 1
 
 
+@pytest.mark.parametrize("waiting", [set(), {"app"}])
+@pytest.mark.parametrize("version", [v for v in KIO_FETCH if v >= 12])
+def test_too_many_tagged_fields_are_refused_walked_or_not(version: int, waiting: set[str]) -> None:
+    # The walker's bound on a struct's tagged fields holds for a skipped walk too: the
+    # last partition's tagged section (its third-last byte: the topic's and the
+    # message's follow, both empty) gets 65 fields of tags no Fetch version defines.
+    frame = encode_response_frame(fetch_response(version, RECORDS), 5)
+    assert frame.endswith(b"\x00\x00\x00")
+    body = frame[4:-3] + bytes([65]) + b"".join(bytes([tag, 0]) for tag in range(10, 75))
+    frame = len(body + b"\x00\x00").to_bytes(4, "big") + body + b"\x00\x00"
+    _, s = skipping_session(waiting)
+    client(s, fetch_request(version, 5))
+    assert s.upstream_bytes(frame[:100], LATER).close is None
+    step = s.upstream_bytes(frame[100:], LATER)
+    assert step.close is not None and step.close.reason == "too_many_tagged_fields"
+
+
 # ------------------------------------------------------------------------------ property
 def _calmed(msg: Any, errors: bool, hints: bool, endpoints: bool) -> Any:
     """The message with every ErrorCode 0, no CurrentLeader, no NodeEndpoints: each of
