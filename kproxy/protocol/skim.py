@@ -15,9 +15,9 @@ the end is the *tail*, kept whole and handed to the caller, which is the only pa
 the frame that may have to change (`kproxy.protocol.tagged_fit`).
 
 On the way it notes whether the body is *plain*: every ErrorCode the walker reports
-(`R_ERROR`) is 0 and no struct carries a tagged field the walker looks into (KIP-951's
-`CurrentLeader`). A plain body with an empty tail tells the walker nothing it would act
-on, so its walk may be skipped (`kproxy.session.streaming`), as a plain Produce
+(`R_ERROR`) is 0, no struct carries a tagged field the walker looks into (KIP-951's
+`CurrentLeader`), and the tail holds no tagged field. A plain body tells the walker
+nothing it would act on, so its walk may be skipped (`kproxy.session.streaming`), as a plain Produce
 response's is (`kproxy.protocol.produce_scan`).
 """
 
@@ -41,7 +41,7 @@ from kproxy.protocol.plan_codes import (
     R_ERROR,
 )
 from kproxy.protocol.primitives import INT16, INT32
-from kproxy.protocol.walker import MAX_TAGGED_FIELDS
+from kproxy.protocol.walker import MAX_TAGGED_FIELDS, too_many_tagged_fields
 
 # What the plan interpreter asks of the byte stream: n > 0 copies the next n bytes into
 # the skeleton (it is sent back where they start), n < 0 passes over -n bytes.
@@ -57,10 +57,11 @@ class ResponseSkim:
     __slots__ = (
         "_ask",
         "_copy",
+        "_empty_tail",
+        "_quiet",
         "_start",
         "_want",
         "in_tail",
-        "plain",
         "skeleton",
         "tail_start",
     )
@@ -71,7 +72,9 @@ class ResponseSkim:
         self.skeleton = bytearray(header)
         self.in_tail = False
         self.tail_start = -1  # skeleton offset of the tail, once reached
-        self.plain = True  # no error and no interesting tagged field so far (see above)
+        self._quiet = True  # no error and no interesting tagged field so far (see above)
+        # A tail with no tagged field: their count 0, or nothing before flexible versions.
+        self._empty_tail = b"" if plan[1] is None else b"\x00"
         self._ask = self._body(plan)
         self._want = 0
         self._copy = False
@@ -123,6 +126,11 @@ class ResponseSkim:
         if not self.in_tail:
             raise MalformedMessage("response ends in the middle of a field")
 
+    def plain(self) -> bool:
+        """Whether the whole body, its last byte fed, is plain: quiet up to its tail (see
+        above), and a tail without any tagged field (no KIP-951 `NodeEndpoints`)."""
+        return self._quiet and self.skeleton[self.tail_start :] == self._empty_tail
+
     # -- the plan interpreter: yields what it needs, reads the copies from the skeleton ----
     def _uvarint(self) -> Generator[int, int, int]:
         value = shift = 0
@@ -171,14 +179,11 @@ class ResponseSkim:
         if tagged is not None:  # tagged fields: small, copied whole
             count = yield from self._uvarint()
             if count > MAX_TAGGED_FIELDS:  # the walker's bound, walked or not
-                raise MalformedMessage(
-                    f"{count} tagged fields in one struct (at most {MAX_TAGGED_FIELDS})",
-                    reason="too_many_tagged_fields",
-                )
+                raise too_many_tagged_fields(count)
             for _ in range(count):
                 field = tagged.get((yield from self._uvarint()))
                 if field is not None and field[4]:
-                    self.plain = False  # one the walker looks into (CurrentLeader)
+                    self._quiet = False  # one the walker looks into (CurrentLeader)
                 size = yield from self._uvarint()
                 if size:
                     yield size
@@ -188,7 +193,7 @@ class ResponseSkim:
         bytes into it unless that is -1."""
         at = yield n
         if error_at >= 0 and (self.skeleton[at + error_at] or self.skeleton[at + error_at + 1]):
-            self.plain = False
+            self._quiet = False
 
     def _field(self, f: tuple[Any, ...]) -> _Ask:
         op, arg = f[0], f[2]

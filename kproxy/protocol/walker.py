@@ -81,8 +81,17 @@ __all__ = [
     "TaggedSpan",
     "WalkResult",
     "can_walk",
+    "too_many_tagged_fields",
     "walk",
 ]
+
+
+def too_many_tagged_fields(count: int) -> MalformedMessage:
+    """The refusal of a struct with more than MAX_TAGGED_FIELDS tagged fields."""
+    return MalformedMessage(
+        f"{count} tagged fields in one struct (at most {MAX_TAGGED_FIELDS})",
+        reason="too_many_tagged_fields",
+    )
 
 
 def can_walk(api_key: int, version: int, is_request: bool) -> bool:
@@ -178,10 +187,7 @@ class _Walker:
         if tagged is not None:
             count, pos = read_uvarint(buf, pos)
             if count > MAX_TAGGED_FIELDS:
-                raise MalformedMessage(
-                    f"{count} tagged fields in one struct (at most {MAX_TAGGED_FIELDS})",
-                    reason="too_many_tagged_fields",
-                )
+                raise too_many_tagged_fields(count)
             for _ in range(count):
                 tag, pos = read_uvarint(buf, pos)
                 size_start = pos

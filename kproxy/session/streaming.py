@@ -69,7 +69,6 @@ class StreamedResponse:
     __slots__ = (
         "_body_offset",
         "_endpoint_tags",
-        "_plain_tail",
         "have",
         "request",
         "size",
@@ -92,8 +91,6 @@ class StreamedResponse:
             plan = plan_for(request.api_key, False, request.version)
         self.skim = None if plan is None else ResponseSkim(plan, start.head[:body_offset])
         self._endpoint_tags = frozenset() if plan is None else endpoint_tags(plan)
-        # A tail with no tagged field: their count 0, or nothing before flexible versions.
-        self._plain_tail = b"" if plan is None or plan[1] is None else b"\x00"
 
     def begin(self, head: memoryview) -> list[bytes | memoryview]:
         """The frame's size prefix and as much of its first bytes as may go now."""
@@ -134,7 +131,7 @@ class StreamedResponse:
         if skim is None:
             return None
         skim.finish()
-        if skim.plain and not walk_plain and skim.skeleton[skim.tail_start :] == self._plain_tail:
+        if not walk_plain and skim.plain():
             return None
         self.walked = walk(
             memoryview(skim.skeleton),

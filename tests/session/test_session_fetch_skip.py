@@ -26,16 +26,10 @@ from kproxy.protocol.plan_codes import (
     R_TOPIC_NAME,
 )
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.proxy.mapping import AddressMap
-from kproxy.session import ProxySession, SessionLimits, UpstreamStep
-from kproxy.session.admission import CLIENT_REFUSED_APIS
 from tests.kio_support import encode_response_frame, kio_message_class, message_strategy
 from tests.session.test_session_playbook import (
     LATER,
-    address_map,
     client,
-    joined,
-    open_listeners,
 )
 from tests.session.test_session_streaming import (
     ENDPOINT_VERSIONS,
@@ -43,40 +37,18 @@ from tests.session.test_session_streaming import (
     RECORDS,
     fetch_request,
     fetch_response,
+    streaming_session,
     through,
 )
 
 STREAM_AFTER = 8
 
 
-def skipping_session(waiting: set[str]) -> tuple[AddressMap, ProxySession]:
-    """A session that asks whether its client ("app") awaits a success."""
-    mapping = address_map(open_nodes=(1, 2, 3))
-    return mapping, ProxySession(
-        mapping,
-        SessionLimits(1 << 20, 100, STREAM_AFTER),
-        CLIENT_REFUSED_APIS,
-        None,
-        None,
-        lambda client_id: client_id in waiting,
-    )
-
-
 def streamed(version: int, frame: bytes, cuts: list[int], waiting: set[str]) -> tuple[bytes, Any]:
-    """The frame through a skipping session, cut at `cuts`: (bytes out, the last step)."""
-    mapping, s = skipping_session(waiting)
-    client(s, fetch_request(version, 5))
-    out = b""
-    step: UpstreamStep | None = None
-    for a, b in zip([0, *cuts], [*cuts, len(frame)], strict=True):
-        step = s.upstream_bytes(frame[a:b], LATER)
-        while step.nodes_needing_listeners:  # as the runtime does
-            open_listeners(mapping, step.nodes_needing_listeners)
-            step = s.listeners_opened(LATER, step)
-        assert step.close is None
-        out += joined(step.to_client)
-    assert step is not None
-    return out, step
+    """The frame through a session that asks whether its client ("app") awaits a
+    success, cut at `cuts`: (bytes out, the last step)."""
+    sent, step = through(version, frame, cuts, STREAM_AFTER, lambda c: c in waiting)
+    return b"".join(sent), step
 
 
 # ----------------------------------------------------------------------------- the plans
@@ -186,7 +158,7 @@ def test_too_many_tagged_fields_are_refused_walked_or_not(version: int, waiting:
     assert frame.endswith(b"\x00\x00\x00")
     body = frame[4:-3] + bytes([65]) + b"".join(bytes([tag, 0]) for tag in range(10, 75))
     frame = len(body + b"\x00\x00").to_bytes(4, "big") + body + b"\x00\x00"
-    _, s = skipping_session(waiting)
+    s, _ = streaming_session(STREAM_AFTER, awaits_success=lambda c: c in waiting)
     client(s, fetch_request(version, 5))
     assert s.upstream_bytes(frame[:100], LATER).close is None
     step = s.upstream_bytes(frame[100:], LATER)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -122,10 +123,15 @@ def fetch_request(version: int, corr: int) -> bytes:
 
 
 def streaming_session(
-    stream_after: int = STREAM_AFTER, open_nodes: tuple[int, ...] = (1, 2, 3)
+    stream_after: int = STREAM_AFTER,
+    open_nodes: tuple[int, ...] = (1, 2, 3),
+    awaits_success: Callable[[str | None], bool] | None = None,
 ) -> tuple[ProxySession, AddressMap]:
+    """`awaits_success`: what the session asks before it skips a plain response's walk
+    (None: it never skips)."""
     mapping = address_map(open_nodes=open_nodes)
-    s = ProxySession(mapping, SessionLimits(1 << 20, 100, stream_after))
+    limits = SessionLimits(1 << 20, 100, stream_after)
+    s = ProxySession(mapping, limits, awaits_success=awaits_success)
     return s, mapping
 
 
@@ -162,10 +168,14 @@ def kproxy_view(msg: Any) -> Any:
 
 
 def through(
-    version: int, frame: bytes, cuts: list[int], stream_after: int = STREAM_AFTER
+    version: int,
+    frame: bytes,
+    cuts: list[int],
+    stream_after: int = STREAM_AFTER,
+    awaits_success: Callable[[str | None], bool] | None = None,
 ) -> tuple[list[bytes], UpstreamStep]:
     """The frame fed in pieces cut at `cuts`: (what each step sent, the last step)."""
-    s, mapping = streaming_session(stream_after)
+    s, mapping = streaming_session(stream_after, awaits_success=awaits_success)
     client(s, fetch_request(version, 5))
     sent: list[bytes] = []
     step = None
