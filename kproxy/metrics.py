@@ -16,6 +16,7 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
+    GCCollector,
     Histogram,
     PlatformCollector,
     ProcessCollector,
@@ -121,9 +122,12 @@ class KproxyMetrics:
         self.build_info = cast(Gauge, made[specs.BUILD_INFO])
         self.build_info.labels(__version__).set(1)
         if runtime_collectors:
-            # process_* (memory, CPU, open fds) and python_info, as the default registry has.
+            # process_* (memory, CPU, open fds), python_info and python_gc_* (collections
+            # per generation: kproxy/proxy/heap.py keeps them rare), as the default
+            # registry has.
             ProcessCollector(registry=reg)
             PlatformCollector(registry=reg)
+            GCCollector(registry=reg)
 
     # -- the hot path (kproxy.hot_metrics) -----------------------------------------------------
     def frame(self, api_key: int, direction: str, size: int) -> None:

@@ -102,6 +102,7 @@ def test_no_created_series_and_runtime_metrics_are_there() -> None:
     text = exercised().exposition()[0].decode()
     assert "_created" not in text
     assert "process_resident_memory_bytes" in text or "process_" not in text  # Linux only
+    assert 'python_gc_collections_total{generation="0"}' in text
     assert 'kproxy_build_info{version="' in text
 
 
