@@ -123,8 +123,7 @@ class KproxyMetrics:
         self.build_info.labels(__version__).set(1)
         if runtime_collectors:
             # process_* (memory, CPU, open fds), python_info and python_gc_* (collections
-            # per generation: kproxy/proxy/heap.py keeps them rare), as the default
-            # registry has.
+            # per generation), as the default registry has.
             ProcessCollector(registry=reg)
             PlatformCollector(registry=reg)
             GCCollector(registry=reg)
