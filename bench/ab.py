@@ -33,6 +33,9 @@ from bench.stats import ratio_summary, summarize
 
 REPO = Path(__file__).resolve().parents[1]
 KPROXY_PATHS = ("kproxy-uvloop", "kproxy-compiled", "kproxy-base")
+SAME_PROCESSES_HELP = (
+    "keep one kproxy process per path for every round (default: a fresh one each round)"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     p.add_argument("--scale", type=float, default=4.0, help="message counts x this (default 4)")
     p.add_argument("--no-haproxy", action="store_true", help="leave haproxy out")
+    p.add_argument("--same-processes", action="store_true", help=SAME_PROCESSES_HELP)
     p.add_argument("--out", type=Path, default=None, help="results.json here (default: a temp dir)")
     p.add_argument("--profile", type=Path, default=None, help="py-spy profiles of kproxy here")
     p.add_argument(
@@ -148,6 +152,33 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
 
 
+def paired_lines(results: dict[str, Any], workload: str, path: str, base: str) -> list[str]:
+    """``path`` against ``base`` round by round: the ratio of the workload's figure and of
+    the CPU per message in each round, and in how many rounds ``path`` used less CPU.
+    Rounds share the machine's weather, so these ratios hold far stiller than either
+    side's own spread; a same-code run shows how still (bench/README.md)."""
+    wl = results["workloads"][workload]
+    runs, rounds = wl.get("runs", []), rounds_of(results)
+    primary = wl["metrics"][0]
+
+    def per_message(p: str) -> list[float | None]:
+        cpu = series(runs, p, "cpu_seconds", rounds, "proxy")
+        messages = series(runs, p, "messages", rounds)
+        return [c / m if c is not None and m else None for c, m in zip(cpu, messages, strict=True)]
+
+    figure = ratio_summary(series(runs, path, primary["key"], rounds),
+                           series(runs, base, primary["key"], rounds))  # fmt: skip
+    ours, theirs = per_message(path), per_message(base)
+    cpu = ratio_summary(ours, theirs)
+    paired = [(a, b) for a, b in zip(ours, theirs, strict=True) if a is not None and b is not None]
+    lower = sum(1 for a, b in paired if a < b)
+    return [
+        f"{path} against {base}, round by round:",
+        f"  {primary['label']}: {_span(figure, '.3f')}",
+        f"  CPU per message: {_span(cpu, '.3f')}, less in {lower} of {len(paired)} rounds",
+    ]
+
+
 def main_ab(args: argparse.Namespace) -> int:
     from bench.run import Harness, Options, raise_fd_limit, workloads
 
@@ -177,10 +208,17 @@ def main_ab(args: argparse.Namespace) -> int:
             out_png=None,
             profile_dir=args.profile,
             baseline_source=baseline,
+            fresh_kproxy=not args.same_processes,
         )
         results = Harness(opts).run()
     against = f", baseline {args.baseline}" if args.baseline else ""
     print(f"\n{args.workload}, {args.rounds} rounds, scale {args.scale}{against}: {opts.out_json}")
     for line in summary_lines(results, args.workload):
         print(line)
+    if args.baseline:
+        # The tree's build that matches the baseline's, when there is one.
+        tree = "kproxy-compiled" if args.compiled and args.compile_baseline else "kproxy-uvloop"
+        print()
+        for line in paired_lines(results, args.workload, tree, "kproxy-base"):
+            print(line)
     return 0

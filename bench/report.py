@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.stats import ratio_summary, summarize
+from bench.stats import ORDER, ratio_summary, summarize
 
 #: The path the targets are judged on (kproxy's default event loop).
 KPROXY = "kproxy-uvloop"
@@ -64,6 +64,14 @@ def fmt_ratio(s: dict[str, Any] | None) -> str:
 # ---------------------------------------------------------------------------------------
 # Series and summaries
 # ---------------------------------------------------------------------------------------
+
+
+def _order_words(meta: dict[str, Any]) -> str:
+    """How the run ordered its rounds (``bench.stats.round_order``); runs recorded before
+    the order was written down kept the given order in every round."""
+    if meta.get("order") == ORDER:
+        return "direct first, the others forward and backward in turn: A B C D, A D C B, ..."
+    return "the same order every round: A B C D A B C D ..."
 
 
 def rounds_of(results: dict[str, Any]) -> int:
@@ -284,7 +292,7 @@ def render_markdown(
         "",
         "Every figure is the median over rounds with its spread `[min-max]`; a ratio is "
         "taken in each round against direct measured in the same round (paths run "
-        "interleaved, A B C D A B C D ...), then summarised the same way. Only ratios "
+        f"interleaved, {_order_words(meta)}), then summarised the same way. Only ratios "
         "measured in one run mean anything on a shared machine.",
         "",
         "## Machine",

@@ -2,8 +2,9 @@
 
 ``python -m bench run`` (see bench/README.md). For each upstream (Tansu, Apache Kafka,
 librdkafka's mock cluster) it starts the cluster and every proxy in front of it, then
-runs each workload round by round, every path once per round in the same order
-(A B C D A B C D ...). A peer that cannot be installed or started is recorded as
+runs each workload round by round, every path once per round, direct first and the
+others forward and backward in turn (A B C D, A D C B, ...: ``bench.stats.round_order``).
+A peer that cannot be installed or started is recorded as
 unavailable with the reason; a run that fails is recorded with its error. Results are
 written to a JSON file after every workload, and rendered to Markdown and a plot at the
 end (``bench/report.py``).
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.ab import compiled_copy
+from bench.ab import SAME_PROCESSES_HELP, compiled_copy
 from bench.peers import (
     BENCH,
     KROXYLICIOUS_VERSION,
@@ -46,6 +47,7 @@ from bench.peers import (
     reset_peak_rss,
     tansu_version,
 )
+from bench.stats import ORDER, round_order
 from bench.upstreams import (
     ALL_PATHS,
     DEFAULT_PATHS,
@@ -184,6 +186,12 @@ class Options:
     workdir: Path | None = None
     profile_dir: Path | None = None
     run_timeout: float = 300.0
+    # A fresh process for every kproxy path at the start of every round. One process kept
+    # for all rounds seems to carry its own luck into each of them (where ASLR put it,
+    # its hash seed's dict layouts, say): a few percent of CPU per message that stays put
+    # round after round, and reads as a difference between two builds when an A/B runs
+    # each in one process (bench/README.md).
+    fresh_kproxy: bool = True
 
 
 # ---------------------------------------------------------------------------------------
@@ -328,6 +336,8 @@ class Harness:
                 "mode": "quick" if opts.quick else "full",
                 "rounds": opts.rounds,
                 "scale": opts.scale,
+                "order": ORDER,
+                "fresh_kproxy": opts.fresh_kproxy,
                 "argv": sys.argv[1:],
                 "started": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(self.started)),
                 "workdir": str(self.workdir),
@@ -510,6 +520,9 @@ class Harness:
                     # it frees anyway)
                     fresh = [p for p in proxies if p not in ("direct", *FORWARDING_PATHS)]
                     self._restart_proxies(up, proxies, fresh)
+                elif self.opts.fresh_kproxy:
+                    kproxies = [p for p in proxies if p.startswith("kproxy-")]
+                    self._restart_proxies(up, proxies, kproxies)
                 if wl.kind in ("consume", "perf-consume") and (r == 0 or not persistent):
                     for side in up.sides():
                         up.create_topic(shared_topic, 1, side)
@@ -526,7 +539,7 @@ class Harness:
                 continue
             direct_primary: float | None = None
             written = False  # whether a path of this round wrote to the broker already
-            for path in self.paths:
+            for path in round_order(self.paths, r):
                 status = self.results["paths"][path]["status"].get(up.name, "ok")
                 if status != "ok":
                     runs.append({"round": r, "path": path, "ok": False, "skipped": True,
@@ -757,6 +770,7 @@ def _one_line(exc: BaseException, limit: int = 400) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--same-processes", action="store_true", help=SAME_PROCESSES_HELP)
     p.add_argument(
         "--quick",
         action="store_true",
@@ -821,6 +835,7 @@ def options_from(args: argparse.Namespace) -> Options:
         workdir=args.workdir,
         profile_dir=args.profile,
         run_timeout=args.run_timeout,
+        fresh_kproxy=not args.same_processes,
     )
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "median",
     "percentile",
     "ratio_summary",
+    "round_order",
     "summarize",
 ]
 
@@ -86,9 +87,25 @@ def ratio_summary(
     return summarize(ratios)
 
 
+# How the harness orders each round's paths, recorded in a run's meta (runs recorded
+# before it was, kept the given order in every round).
+ORDER = "alternating"
+
+
+def round_order(paths: Sequence[str], r: int) -> list[str]:
+    """The paths of round ``r`` in the order they run. The first (direct: every ratio is
+    taken against it) leads every round; the rest run as given in even rounds and in
+    reverse in odd ones (A B C D, A D C B, ...). Over two rounds each path then runs both
+    before and after every other, so that whatever a place in the round brings (the
+    machine still busy with the path before, sockets of the previous run closing) falls
+    on both sides of an A/B."""
+    first, rest = list(paths[:1]), list(paths[1:])
+    return first + (rest if r % 2 == 0 else rest[::-1])
+
+
 def interleave(paths: Sequence[str], rounds: int) -> list[tuple[int, str]]:
-    """The run order: every path once per round, rounds one after the other
-    (A B C D A B C D ...). Returns ``[(round, path), ...]``."""
+    """The run order: every path once per round (:func:`round_order`), rounds one after
+    the other. Returns ``[(round, path), ...]``."""
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
-    return [(r, p) for r in range(rounds) for p in paths]
+    return [(r, p) for r in range(rounds) for p in round_order(paths, r)]

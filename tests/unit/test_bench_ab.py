@@ -50,3 +50,31 @@ def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() ->
     assert cells[5] == "160.0 [150.0-170.0]"  # seconds per 100k requests -> us per request
     assert cells[6] == "0.500 [0.500-0.500]"
     assert [c.strip() for c in direct if c.strip()][2:] == ["-", "-", "-", "-", "-"]
+
+
+def test_a_baseline_is_compared_round_by_round() -> None:
+    from bench.ab import paired_lines
+
+    # Round 1 is slow for both builds: their ratio holds still while each one's own
+    # figures double.
+    results = {
+        "meta": {"rounds": 3},
+        "paths": {"direct": {}, "kproxy-compiled": {}, "kproxy-base": {}},
+        "workloads": {
+            "latency": {
+                "metrics": [{"key": "p50_ms", "label": "p50", "unit": "ms"}],
+                "runs": [
+                    run("kproxy-compiled", 0, 0.3, 9.0),
+                    run("kproxy-base", 0, 0.3, 10.0),
+                    run("kproxy-compiled", 1, 0.6, 18.0),
+                    run("kproxy-base", 1, 0.5, 20.0),
+                    run("kproxy-compiled", 2, 0.3, 11.0),
+                    run("kproxy-base", 2, 0.3, 10.0),
+                ],
+            }
+        },
+    }
+    title, figure, cpu = paired_lines(results, "latency", "kproxy-compiled", "kproxy-base")
+    assert title == "kproxy-compiled against kproxy-base, round by round:"
+    assert figure == "  p50: 1.000 [1.000-1.200]"
+    assert cpu == "  CPU per message: 0.900 [0.900-1.100], less in 2 of 3 rounds"
