@@ -87,8 +87,8 @@ def ratio_summary(
     return summarize(ratios)
 
 
-# How the harness orders each round's paths, recorded in a run's meta (runs recorded
-# before it was, kept the given order in every round).
+# How the harness orders each round's paths (round_order). A run's meta records it;
+# runs recorded without it kept the given order in every round.
 ORDER = "alternating"
 
 
