@@ -116,6 +116,16 @@ def _span(s: dict[str, Any], fmt: str) -> str:
     return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
 
 
+def _per_message(
+    runs: list[dict[str, Any]], path: str, key: str, rounds: int
+) -> list[float | None]:
+    """Per round: a proxy's CPU seconds (``key`` of its /proc figures) over the messages
+    the workload moved."""
+    cpu = series(runs, path, key, rounds, "proxy")
+    messages = series(runs, path, "messages", rounds)
+    return [c / m if c is not None and m else None for c, m in zip(cpu, messages, strict=True)]
+
+
 def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
     """One row per path: the workload's figures as medians [min-max] over the rounds,
     the ratio to direct taken per round, and kproxy's CPU per request and per GB."""
@@ -134,14 +144,10 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
         row.append("-" if path == "direct" else _span(ratio, ".2f"))
         # Any proxy's CPU (haproxy's too) over the messages the workload moved, and of it
         # user space: the proxy's own code (the rest is the kernel's, its syscalls).
-        messages = series(runs, path, "messages", rounds)
         for key in ("cpu_seconds", "cpu_user_seconds"):
-            cpu = series(runs, path, key, rounds, "proxy")
-            per_message = [
-                c / m * 1e6 if c is not None and m else None
-                for c, m in zip(cpu, messages, strict=True)
-            ]
-            row.append("-" if path == "direct" else _span(summarize(per_message), ".1f"))
+            per_message = _per_message(runs, path, key, rounds)
+            micros = [None if v is None else v * 1e6 for v in per_message]
+            row.append("-" if path == "direct" else _span(summarize(micros), ".1f"))
         per_100k = summarize(series(runs, path, "cpu_s_per_100k_requests", rounds, "kproxy"))
         us = {k: (v * 10 if isinstance(v, float) else v) for k, v in per_100k.items()}
         row.append(_span(us, ".1f") if path in KPROXY_PATHS else "-")
@@ -161,14 +167,10 @@ def paired_lines(results: dict[str, Any], workload: str, path: str, base: str) -
     runs, rounds = wl.get("runs", []), rounds_of(results)
     primary = wl["metrics"][0]
 
-    def per_message(p: str) -> list[float | None]:
-        cpu = series(runs, p, "cpu_seconds", rounds, "proxy")
-        messages = series(runs, p, "messages", rounds)
-        return [c / m if c is not None and m else None for c, m in zip(cpu, messages, strict=True)]
-
     figure = ratio_summary(series(runs, path, primary["key"], rounds),
                            series(runs, base, primary["key"], rounds))  # fmt: skip
-    ours, theirs = per_message(path), per_message(base)
+    ours = _per_message(runs, path, "cpu_seconds", rounds)
+    theirs = _per_message(runs, base, "cpu_seconds", rounds)
     cpu = ratio_summary(ours, theirs)
     paired = [(a, b) for a, b in zip(ours, theirs, strict=True) if a is not None and b is not None]
     lower = sum(1 for a, b in paired if a < b)

@@ -17,8 +17,8 @@ the frame that may have to change (`kproxy.protocol.tagged_fit`).
 On the way it notes whether the body is *plain*: every ErrorCode the walker reports
 (`R_ERROR`) is 0, no struct carries a tagged field the walker looks into (KIP-951's
 `CurrentLeader`), and the tail holds no tagged field. A plain body tells the walker
-nothing it would act on, so its walk may be skipped (`kproxy.session.streaming`), as a plain Produce
-response's is (`kproxy.protocol.produce_scan`).
+nothing it would act on, so its walk may be skipped (`kproxy.session.streaming`), as a
+plain Produce response's is (`kproxy.protocol.produce_scan`).
 """
 
 from __future__ import annotations
