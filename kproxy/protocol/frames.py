@@ -258,8 +258,7 @@ class FrameReader:
             if size < 0 or size > limit or self._first:
                 self._check(size, bytes(view[pos : pos + 4]))
             end = pos + 4 + size
-            if end > n:
-                self._pieces = None
+            if end > n:  # nothing of a frame is in hand here: _pieces is None
                 self._keep(view[pos + 4 :], type(data) is bytes)
                 self._have = n - pos - 4
                 self._need = size
