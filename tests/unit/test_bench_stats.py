@@ -146,3 +146,21 @@ def test_results_page_says_how_the_rounds_were_ordered(tmp_path: Path) -> None:
     del results["meta"]["order"]
     report.write_outputs(results, md, None, tmp_path / "results.json")
     assert "the same order every round: A B C D A B C D ..." in md.read_text()
+
+
+def test_results_page_says_how_far_the_farthest_round_strayed(tmp_path: Path) -> None:
+    from bench.stability import stability_rows
+
+    # kproxy's rounds: 0.96, 0.90, 0.99 of direct (median 0.96, farthest 0.06 off);
+    # haproxy's: 0.95, 0.94, 0.97 (farthest 0.02 off).
+    results = _results([96, 90, 99], [100, 100, 100], [95, 94, 97])
+    results["workloads"]["produce-1KiB"]["runs"][5]["proxy"]["cpu_s_per_gb_payload"] = 1.5
+    rows = {row[1]: row for row in stability_rows(results)}
+    assert rows["haproxy"] == ["produce-1KiB", "haproxy", "0.95 +-0.02", "yes", "+-0%"]
+    # CPU per GB 1.2, 1.5, 1.2: the farthest round 25% off the median.
+    assert rows["kproxy-uvloop"] == ["produce-1KiB", "kproxy-uvloop", "0.96 +-0.06", "no", "+-25%"]
+    md = tmp_path / "RESULTS.md"
+    report.write_outputs(results, md, None, tmp_path / "results.json")
+    page = md.read_text()
+    assert "1 of 2 stay within +-0.05" in page
+    assert "| produce-1KiB | kproxy-uvloop | 0.96 +-0.06 | no | +-25% |" in page
