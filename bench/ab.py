@@ -123,6 +123,12 @@ def _span(s: dict[str, Any], fmt: str) -> str:
     return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
 
 
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Rows as lines of left-aligned columns."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
+
+
 def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
     """One row per path: the workload's figures as medians [min-max] over the rounds,
     the ratio to direct taken per round, and kproxy's CPU per request and per GB."""
@@ -151,8 +157,7 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
         per_gb = summarize(series(runs, path, "cpu_s_per_gb_wire", rounds, "kproxy"))
         row.append(_span(per_gb, ".3f") if path in KPROXY_PATHS else "-")
         rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
+    return _aligned(rows)
 
 
 def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
@@ -180,8 +185,7 @@ def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
                    key=lambda n: -max(table[n].values()))  # fmt: skip
     rows = [["syscalls per message", *paths]]
     rows += [[n, *(f"{table[n].get(p, 0.0):.3f}" for p in paths)] for n in names]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
+    return _aligned(rows)
 
 
 def paired_lines(results: dict[str, Any], workload: str, path: str, base: str) -> list[str]:
