@@ -28,7 +28,11 @@ class Recorder:
     def __init__(self, argv: list[str], out: Path) -> None:
         self.out = out
         out.parent.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # What the tool says on stderr goes beside its output, for `output` to quote when
+        # there is none (a tool that is missing, or not allowed to attach).
+        self.stderr = out.with_name(out.name + ".stderr")
+        with self.stderr.open("wb") as err:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
         # Neither tool says when it has attached; the run starts a moment later.
         time.sleep(0.5)
 
@@ -40,6 +44,13 @@ class Recorder:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+    def output(self) -> str:
+        """What the tool wrote, once stopped; RuntimeError with its stderr if nothing."""
+        if not self.out.is_file():
+            said = self.stderr.read_text(errors="replace").strip()[-400:]
+            raise RuntimeError(f"{self.proc.args[0]} wrote no {self.out.name}: {said}")
+        return self.out.read_text()
 
 
 def py_spy(pid: int, out: Path) -> Recorder:
@@ -58,7 +69,12 @@ def perf_trace(pid: int, out: Path) -> Recorder:
 
 
 def syscall_counts(summary: str) -> dict[str, int]:
-    """Calls per syscall in a ``perf trace -s`` summary, summed over its threads."""
+    """Calls per syscall in a ``perf trace -s`` summary, summed over its threads.
+    ValueError with perf's words when it is no summary (perf writes its complaint, such
+    as a pid it cannot trace, where the summary would have gone)."""
+    if "Summary of events" not in summary:
+        said = " ".join(summary.split())[:400]
+        raise ValueError(f"perf trace wrote no summary: {said or 'nothing'}")
     counts: dict[str, int] = {}
     for name, calls, _errors in _SUMMARY_ROW.findall(summary):
         counts[name] = counts.get(name, 0) + int(calls)

@@ -586,8 +586,10 @@ class Harness:
             name = f"{wl.name}-{path}-r{r}.txt"
             if self.opts.profile_dir is not None and kp is not None and pid is not None:
                 recorders.append(py_spy(pid, self.opts.profile_dir / name))
+            syscalls = None
             if self.opts.syscalls_dir is not None and pid is not None:
-                recorders.append(perf_trace(pid, self.opts.syscalls_dir / name))
+                syscalls = perf_trace(pid, self.opts.syscalls_dir / name)
+                recorders.append(syscalls)
             result = self.generate(wl, up, side, bootstrap, topic, pid)
             _stop(recorders)
             if pid is not None:
@@ -604,8 +606,8 @@ class Harness:
                     "peak_rss_mb": round(mem.get("VmHWM", 0) / 1024, 1),
                     "cpu_s_per_gb_payload": round(cpu / (payload / 1e9), 3) if payload else None,
                 }
-                if self.opts.syscalls_dir is not None:
-                    calls = syscall_counts((self.opts.syscalls_dir / name).read_text())
+                if syscalls is not None:
+                    calls = syscall_counts(syscalls.output())
                     proxy_rec["syscalls"] = sum(calls.values())
                     proxy_rec["syscalls_by_name"] = calls
                 record["proxy"] = proxy_rec

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.report import per_message, rounds_of, series
-from bench.stats import median
+from bench.stats import median, round_ratios
 
 STABLE_TO = 0.05
 PATHS = ("haproxy", "kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled")
@@ -52,10 +52,7 @@ def stability_rows(results: dict[str, Any]) -> list[list[str]]:
         runs = wl.get("runs", [])
         direct = series(runs, "direct", key, rounds)
         for path in paths:
-            ours = series(runs, path, key, rounds)
-            ratios = [a / b if a is not None and b else None
-                      for a, b in zip(ours, direct, strict=True)]  # fmt: skip
-            ratio = farthest(ratios)
+            ratio = farthest(round_ratios(series(runs, path, key, rounds), direct))
             if ratio is None:
                 continue
             mid, off = ratio

@@ -19,6 +19,7 @@ __all__ = [
     "percentile",
     "ratio_summary",
     "round_order",
+    "round_ratios",
     "summarize",
 ]
 
@@ -72,19 +73,22 @@ def summarize(values: Iterable[float | None]) -> dict[str, Any]:
     }
 
 
+def round_ratios(
+    values: Sequence[float | None], baseline: Sequence[float | None]
+) -> list[float | None]:
+    """Per-round ratios ``values[i] / baseline[i]``; None where either side is missing
+    (or the baseline is 0)."""
+    return [
+        None if v is None or b is None or b == 0 else v / b
+        for v, b in zip(values, baseline, strict=False)
+    ]
+
+
 def ratio_summary(
     values: Sequence[float | None], baseline: Sequence[float | None]
 ) -> dict[str, Any]:
-    """Per-round ratios ``values[i] / baseline[i]`` summarised with :func:`summarize`.
-
-    Rounds where either side is missing (or the baseline is 0) are skipped."""
-    ratios: list[float | None] = []
-    for v, b in zip(values, baseline, strict=False):
-        if v is None or b is None or b == 0:
-            ratios.append(None)
-        else:
-            ratios.append(v / b)
-    return summarize(ratios)
+    """:func:`round_ratios` summarised with :func:`summarize` (missing rounds skipped)."""
+    return summarize(round_ratios(values, baseline))
 
 
 # How the harness orders each round's paths (round_order). A run's meta records it;

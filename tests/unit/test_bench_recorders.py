@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.ab import syscall_lines
-from bench.recorders import syscall_counts
+from bench.recorders import Recorder, perf_trace, syscall_counts
 
 WRITES = 5000
 
@@ -95,3 +97,18 @@ def test_ab_prints_each_proxys_syscalls_per_message() -> None:
     assert rows["write"] == ["0.000", "2.000"]
     assert "futex" not in rows
     assert next(iter(rows)) == "read"  # the largest first
+
+
+def test_a_tool_that_wrote_nothing_is_named_with_what_it_said(tmp_path: Path) -> None:
+    """perf refusing to attach (here: no such process) fails the run with perf's own
+    words, not with a count of nothing."""
+    recorder = perf_trace(2**22 + 1, tmp_path / "summary.txt")  # above Linux's pid_max
+    recorder.stop()
+    with pytest.raises(ValueError, match=r"^perf trace wrote no summary: Problems parsing"):
+        syscall_counts(recorder.output())
+    # A tool that wrote no file at all: its stderr says why.
+    silent = Recorder([sys.executable, "-c", "import sys; sys.exit('cannot attach')"],
+                      tmp_path / "profile.txt")  # fmt: skip
+    silent.stop()
+    with pytest.raises(RuntimeError, match=r"wrote no profile\.txt: cannot attach"):
+        silent.output()
