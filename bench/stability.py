@@ -14,9 +14,10 @@ from typing import Any
 
 from bench.report import per_message, rounds_of, series
 from bench.stats import median, round_ratios
+from bench.targets import KPROXY_PATHS
 
 STABLE_TO = 0.05
-PATHS = ("haproxy", "kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled")
+PATHS = ("haproxy", *KPROXY_PATHS)
 
 
 def farthest(values: Sequence[float | None]) -> tuple[float, float] | None:
