@@ -14,7 +14,7 @@ from typing import Any
 
 from bench.report import per_message, rounds_of, series
 from bench.stats import median, round_ratios
-from bench.targets import KPROXY_PATHS
+from bench.targets import KPROXY_PATHS, judged_as
 
 STABLE_TO = 0.05
 PATHS = ("haproxy", *KPROXY_PATHS)
@@ -44,11 +44,9 @@ def stability_rows(results: dict[str, Any]) -> list[list[str]]:
     rows: list[list[str]] = []
     paths = [p for p in PATHS if p in results.get("paths", {})]
     for name, wl in results.get("workloads", {}).items():
-        if wl.get("target") == "throughput":
-            key = "msg_per_s"
-        elif wl.get("target") == "latency" and wl.get("kind") == "latency":
-            key = "p99_ms"
-        else:
+        # The figure each judged workload's ratio targets are set on (bench.targets).
+        key = {"throughput": "msg_per_s", "latency": "p99_ms"}.get(judged_as(wl) or "")
+        if key is None:
             continue
         runs = wl.get("runs", [])
         direct = series(runs, "direct", key, rounds)

@@ -133,18 +133,29 @@ def idle_targets(results: dict[str, Any], name: str, kp: str) -> list[Verdict]:
     ]
 
 
+def judged_as(wl: dict[str, Any]) -> str | None:
+    """Which of the targets a workload is judged on: "throughput", "latency",
+    "connections", or None."""
+    if wl.get("target") == "throughput":
+        return "throughput"
+    if wl.get("target") == "latency" and wl.get("kind") == "latency":
+        return "latency"
+    if wl.get("kind") == "connections":
+        return "connections"
+    return None
+
+
 def evaluate_targets(results: dict[str, Any]) -> list[Verdict]:
     """Issue 15's targets for each kproxy path the run measured."""
+    judges = {"throughput": throughput_targets, "latency": latency_targets,
+              "connections": idle_targets}  # fmt: skip
     verdicts: list[Verdict] = []
     kproxies = [p for p in KPROXY_PATHS if p in results.get("paths", {})]
     for kp in kproxies:
         for name, wl in results.get("workloads", {}).items():
-            if wl.get("target") == "throughput":
-                verdicts += throughput_targets(results, name, kp)
-            elif wl.get("target") == "latency" and wl.get("kind") == "latency":
-                verdicts += latency_targets(results, name, kp)
-            elif wl.get("kind") == "connections":
-                verdicts += idle_targets(results, name, kp)
+            judged = judged_as(wl)
+            if judged is not None:
+                verdicts += judges[judged](results, name, kp)
     return verdicts
 
 
