@@ -55,6 +55,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="perf trace summaries of every proxy here; prints syscalls per message",
     )
     p.add_argument(
+        "--native-profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="perf record -g of every proxy here; prints CPU per message by object "
+        "(kernel, CPython, kproxy's mypyc build, uvloop, libc)",
+    )
+    p.add_argument(
         "--python-floor",
         action="store_true",
         help="also run bench.python_floor: Python on uvloop forwarding bytes, parsing nothing",
@@ -87,6 +95,7 @@ def checkout(revision: str | None) -> Iterator[Path | None]:
     finally:
         subprocess.run([*git, "worktree", "remove", "--force", str(where)], check=False,
                        capture_output=True)  # fmt: skip
+        shutil.rmtree(where.parent, ignore_errors=True)  # what the worktree left there
 
 
 def compile_in_place(source: Path) -> None:
@@ -163,6 +172,30 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
 def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
     """A run with ``--syscalls``: each proxy's syscalls per message moved, by syscall
     (median over the rounds; those below 0.01 per message on every path left out)."""
+    return _by_name_lines(results, workload, "syscalls_by_name", "syscalls per message",
+                          1.0, 0.01, ".3f")  # fmt: skip
+
+
+def object_lines(results: dict[str, Any], workload: str) -> list[str]:
+    """A run with ``--native-profile``: each proxy's CPU microseconds per message moved,
+    by the object they went to (median over the rounds; below 0.1 us everywhere left
+    out)."""
+    return _by_name_lines(results, workload, "cpu_seconds_by_object", "CPU us per message",
+                          1e6, 0.1, ".1f")  # fmt: skip
+
+
+def _by_name_lines(
+    results: dict[str, Any],
+    workload: str,
+    key: str,
+    title: str,
+    scale: float,
+    least: float,
+    spec: str,
+) -> list[str]:
+    """A table of a proxy figure kept by name (``key`` of a run's ``proxy`` record), per
+    message moved times ``scale``: one row per name, the largest first, one column per
+    path; names below ``least`` on every path left out."""
     wl = results["workloads"][workload]
     runs, rounds = wl.get("runs", []), rounds_of(results)
     table: dict[str, dict[str, float]] = {}
@@ -170,21 +203,21 @@ def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
         messages = series(runs, path, "messages", rounds)
         per_round: dict[str, list[float | None]] = {}
         for run in runs:
-            calls = (run.get("proxy") or {}).get("syscalls_by_name")
-            if run.get("path") != path or not run.get("ok") or not calls:
+            by_name = (run.get("proxy") or {}).get(key)
+            if run.get("path") != path or not run.get("ok") or not by_name:
                 continue
             moved = messages[int(run.get("round", 0))]
-            for name, count in calls.items():
-                per_round.setdefault(name, []).append(count / moved if moved else None)
+            for name, value in by_name.items():
+                per_round.setdefault(name, []).append(value * scale / moved if moved else None)
         for name, values in per_round.items():
             median = summarize(values)["median"]
             if median is not None:
                 table.setdefault(name, {})[path] = median
     paths = [p for p in results["paths"] if any(p in row for row in table.values())]
-    names = sorted((n for n, row in table.items() if max(row.values()) >= 0.01),
+    names = sorted((n for n, row in table.items() if max(row.values()) >= least),
                    key=lambda n: -max(table[n].values()))  # fmt: skip
-    rows = [["syscalls per message", *paths]]
-    rows += [[n, *(f"{table[n].get(p, 0.0):.3f}" for p in paths)] for n in names]
+    rows = [[title, *paths]]
+    rows += [[n, *(format(table[n].get(p, 0.0), spec) for p in paths)] for n in names]
     return _aligned(rows)
 
 
@@ -240,6 +273,7 @@ def main_ab(args: argparse.Namespace) -> int:
             out_png=None,
             profile_dir=args.profile,
             syscalls_dir=args.syscalls,
+            native_profile_dir=args.native_profile,
             baseline_source=baseline,
             fresh_kproxy=not args.same_processes,
         )
@@ -251,6 +285,10 @@ def main_ab(args: argparse.Namespace) -> int:
     if args.syscalls:
         print()
         for line in syscall_lines(results, args.workload):
+            print(line)
+    if args.native_profile:
+        print()
+        for line in object_lines(results, args.workload):
             print(line)
     if args.baseline:
         # The tree's build that matches the baseline's, when there is one.

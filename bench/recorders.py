@@ -7,6 +7,11 @@
   haproxy's is more reads and writes or more work per read is then a count, not a
   guess from the user/kernel split. Tracing every syscall costs the traced process CPU,
   so a run's CPU figures are not comparable with one made without it.
+* ``perf record -g`` (``--native-profile DIR``): sampled stacks of any proxy, the kernel
+  and native code included. py-spy sees Python frames only, so the compiled build's
+  functions (mypyc's C), CPython's own work and the kernel's share are visible only
+  here. A run's CPU is split by the object its samples fell in (``perf report --sort
+  dso``); the files stay for ``perf report -i``.
 """
 
 from __future__ import annotations
@@ -45,12 +50,16 @@ class Recorder:
             self.proc.kill()
             self.proc.wait()
 
-    def output(self) -> str:
-        """What the tool wrote, once stopped; RuntimeError with its stderr if nothing."""
+    def written(self) -> Path:
+        """The file the tool wrote, once stopped; RuntimeError with its stderr if none."""
         if not self.out.is_file():
             said = self.stderr.read_text(errors="replace").strip()[-400:]
             raise RuntimeError(f"{self.proc.args[0]} wrote no {self.out.name}: {said}")
-        return self.out.read_text()
+        return self.out
+
+    def output(self) -> str:
+        """What the tool wrote, as text (`written`)."""
+        return self.written().read_text()
 
 
 def py_spy(pid: int, out: Path) -> Recorder:
@@ -66,6 +75,50 @@ def py_spy(pid: int, out: Path) -> Recorder:
 def perf_trace(pid: int, out: Path) -> Recorder:
     """Every thread of ``pid``, summarised per syscall when stopped."""
     return Recorder(["perf", "trace", "-s", "-p", str(pid), "-o", str(out)], out)
+
+
+def perf_record(pid: int, out: Path) -> Recorder:
+    """Every thread of ``pid`` sampled about 1,000 times a CPU second, with call stacks."""
+    return Recorder(["perf", "record", "-F", "999", "-g", "-p", str(pid), "-o", str(out)], out)
+
+
+def samples_by_object(data: Path) -> dict[str, int]:
+    """Samples per object (`object_name`) in a ``perf record`` file, from ``perf report``;
+    ValueError with perf's words when it holds none."""
+    report = subprocess.run(
+        ["perf", "report", "-i", str(data), "--stdio", "--no-children", "--sort", "dso",
+         "-g", "none", "-F", "sample,dso"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    counts: dict[str, int] = {}
+    for samples, dso in _REPORT_ROW.findall(report.stdout):
+        name = object_name(dso)
+        counts[name] = counts.get(name, 0) + int(samples)
+    if not counts:
+        said = " ".join((report.stderr or report.stdout).split())[:400]
+        raise ValueError(f"perf report found no samples in {data.name}: {said or 'nothing'}")
+    return counts
+
+
+# A row of ``perf report -F sample,dso``: samples, then the object.
+_REPORT_ROW = re.compile(r"^\s+(\d+)\s+(\S.*?)\s*$", re.MULTILINE)
+
+
+def object_name(dso: str) -> str:
+    """What an object is, for a proxy's CPU split: the kernel, CPython (the interpreter
+    and the pure-Python code it runs), kproxy's mypyc build, uvloop, the C library; any
+    other object by its file name."""
+    if dso.startswith("[kernel"):
+        return "kernel"
+    if dso.startswith(("libpython", "python")):
+        return "CPython"
+    if "__mypyc" in dso:
+        return "kproxy (mypyc)"
+    if dso.startswith("loop.cpython"):
+        return "uvloop"
+    if dso.startswith("libc.so"):
+        return "libc"
+    return dso
 
 
 def syscall_counts(summary: str) -> dict[str, int]:

@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,7 +48,14 @@ from bench.peers import (
     reset_peak_rss,
     tansu_version,
 )
-from bench.recorders import Recorder, perf_trace, py_spy, syscall_counts
+from bench.recorders import (
+    Recorder,
+    perf_record,
+    perf_trace,
+    py_spy,
+    samples_by_object,
+    syscall_counts,
+)
 from bench.stats import ORDER, round_order
 from bench.upstreams import (
     ALL_PATHS,
@@ -187,6 +195,7 @@ class Options:
     workdir: Path | None = None
     profile_dir: Path | None = None
     syscalls_dir: Path | None = None  # perf trace -s of every proxy (bench.recorders)
+    native_profile_dir: Path | None = None  # perf record -g of every proxy (the same)
     run_timeout: float = 300.0
     # A fresh process for every kproxy path at the start of every round. One process kept
     # for all rounds seems to carry its own luck into each of them (where ASLR put it,
@@ -299,6 +308,9 @@ def _generator(
 class Harness:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
+        # A work directory of the harness's own is removed when the run ends: the
+        # brokers' data of a full run is gigabytes. One the caller named is kept.
+        self.own_workdir = opts.workdir is None
         self.workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="kproxy-bench-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         selected = set(opts.workloads) if opts.workloads else None
@@ -357,10 +369,15 @@ class Harness:
                 "metrics": [asdict(m) for m in wl.metrics],
                 "runs": [],
             }
-        for name in UPSTREAM_ORDER:
-            group = [w for w in self.workloads if w.upstream == name]
-            if group:
-                self.run_upstream(name, group)
+        try:
+            for name in UPSTREAM_ORDER:
+                group = [w for w in self.workloads if w.upstream == name]
+                if group:
+                    self.run_upstream(name, group)
+        finally:
+            if self.own_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+                self.log(f"removed {self.workdir} (--workdir DIR keeps the peers' logs)")
         self.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         self.results["machine"]["load_average_end"] = list(os.getloadavg())
         self.save()
@@ -590,6 +607,11 @@ class Harness:
             if self.opts.syscalls_dir is not None and pid is not None:
                 syscalls = perf_trace(pid, self.opts.syscalls_dir / name)
                 recorders.append(syscalls)
+            native = None
+            if self.opts.native_profile_dir is not None and pid is not None:
+                data = self.opts.native_profile_dir / name.replace(".txt", ".perf.data")
+                native = perf_record(pid, data)
+                recorders.append(native)
             result = self.generate(wl, up, side, bootstrap, topic, pid)
             _stop(recorders)
             if pid is not None:
@@ -610,6 +632,10 @@ class Harness:
                     calls = syscall_counts(syscalls.output())
                     proxy_rec["syscalls"] = sum(calls.values())
                     proxy_rec["syscalls_by_name"] = calls
+                if native is not None:
+                    proxy_rec["cpu_seconds_by_object"] = _split(
+                        cpu, samples_by_object(native.written())
+                    )
                 record["proxy"] = proxy_rec
                 if wl.kind == "connections":
                     result["rss_idle_mb"] = round(result.pop("_rss_idle_kb") / 1024, 1)
@@ -715,6 +741,12 @@ class Harness:
                 holder.wait()
 
 
+def _split(cpu: float, samples: dict[str, int]) -> dict[str, float]:
+    """A run's CPU seconds (from /proc) shared out as its samples were."""
+    total = sum(samples.values())
+    return {name: round(cpu * n / total, 4) for name, n in samples.items()}
+
+
 def _stop(recorders: list[Recorder]) -> None:
     while recorders:
         recorders.pop().stop()
@@ -784,7 +816,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--workdir",
         type=Path,
         default=None,
-        help="peers' logs and data (default: a new temporary directory)",
+        help="peers' logs and data, kept (default: a temporary directory, removed at the end)",
     )
     p.add_argument(
         "--profile",
@@ -800,6 +832,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="count every proxy's syscalls with perf trace during each of its runs "
         "(its CPU figures then include the tracing's cost)",
+    )
+    p.add_argument(
+        "--native-profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="record every proxy with perf record -g during each of its runs (kernel and "
+        "native frames: the compiled build's own) and split its CPU by object",
     )
     p.add_argument("--run-timeout", type=float, default=300.0, help="seconds per run")  # fmt: skip
 
@@ -830,6 +870,7 @@ def options_from(args: argparse.Namespace) -> Options:
         workdir=args.workdir,
         profile_dir=args.profile,
         syscalls_dir=args.syscalls,
+        native_profile_dir=args.native_profile,
         run_timeout=args.run_timeout,
         fresh_kproxy=not args.same_processes,
     )

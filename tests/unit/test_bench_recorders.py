@@ -1,8 +1,10 @@
 """`--syscalls`: perf trace's summary read into calls per syscall, and `python -m bench
-ab`'s table of syscalls per message moved."""
+ab`'s table of syscalls per message moved. `--native-profile`: perf record's samples read
+into CPU by object, and the table of CPU per message by object."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +12,16 @@ from typing import Any
 
 import pytest
 
-from bench.ab import syscall_lines
-from bench.recorders import Recorder, perf_trace, syscall_counts
+from bench.ab import object_lines, syscall_lines
+from bench.recorders import (
+    Recorder,
+    object_name,
+    perf_record,
+    perf_trace,
+    samples_by_object,
+    syscall_counts,
+)
+from bench.run import _split
 
 WRITES = 5000
 
@@ -112,3 +122,89 @@ def test_a_tool_that_wrote_nothing_is_named_with_what_it_said(tmp_path: Path) ->
     silent.stop()
     with pytest.raises(RuntimeError, match=r"wrote no profile\.txt: cannot attach"):
         silent.output()
+
+
+def test_perf_record_puts_a_python_loops_samples_in_cpython(tmp_path: Path) -> None:
+    """The real tool, recording a child that spends half a second in a pure-Python loop:
+    most of its samples fall in the interpreter, and the rest is shared out by object."""
+    out = tmp_path / "run.perf.data"
+    child = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end:\n"
+    child += "    sum(range(100))\n"
+    subprocess.run(["perf", "record", "-F", "999", "-g", "-o", str(out), "--",
+                    sys.executable, "-c", child],
+                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    samples = samples_by_object(out)
+    assert max(samples, key=lambda name: samples[name]) == "CPython"
+    assert samples["CPython"] > sum(samples.values()) / 2
+    cpu = _split(0.5, samples)
+    assert abs(sum(cpu.values()) - 0.5) < 0.001
+    assert cpu["CPython"] > 0.25
+
+
+def test_objects_are_named_by_what_they_are() -> None:
+    assert object_name("[kernel.kallsyms]") == "kernel"
+    assert object_name("libpython3.11.so.1.0") == "CPython"
+    assert object_name("python3.11") == "CPython"  # an interpreter built without libpython
+    assert object_name("0f5f7eb8cedf9d1ef696__mypyc.cpython-311-x86_64-linux-gnu.so") == (
+        "kproxy (mypyc)"
+    )
+    assert object_name("loop.cpython-311-x86_64-linux-gnu.so") == "uvloop"
+    assert object_name("libc.so.6") == "libc"
+    assert object_name("haproxy") == "haproxy"
+
+
+def test_a_recording_perf_could_not_make_is_named_with_what_perf_said(
+    tmp_path: Path,
+) -> None:
+    recorder = perf_record(2**22 + 1, tmp_path / "run.perf.data")  # above Linux's pid_max
+    recorder.stop()
+    with pytest.raises(RuntimeError, match=r"^perf wrote no run\.perf\.data: .*No such process"):
+        recorder.written()
+
+
+def test_a_recording_without_samples_is_refused(tmp_path: Path) -> None:
+    """perf report on a file that holds no samples (here: not perf's at all) says so."""
+    empty = tmp_path / "empty.perf.data"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"^perf report found no samples in empty\.perf\.data"):
+        samples_by_object(empty)
+
+
+def test_ab_prints_each_proxys_cpu_per_message_by_object() -> None:
+    def native(path: str, r: int, cpu: dict[str, float] | None) -> dict[str, Any]:
+        record = run(path, r, None)
+        if cpu is not None:
+            record["proxy"] = {"cpu_seconds_by_object": cpu}
+        return record
+
+    results = {
+        "meta": {"rounds": 2},
+        "paths": {"direct": {}, "haproxy": {}, "kproxy-compiled": {}},
+        "workloads": {
+            "latency": {
+                "metrics": [{"key": "p50_ms", "label": "p50", "unit": "ms"}],
+                "runs": [
+                    native("direct", 0, None),
+                    native("haproxy", 0, {"kernel": 0.040, "haproxy": 0.005}),
+                    native("kproxy-compiled", 0, {"kernel": 0.042, "CPython": 0.010,
+                                                  "kproxy (mypyc)": 0.004, "libc": 0.00005}),
+                    native("direct", 1, None),
+                    native("haproxy", 1, {"kernel": 0.036, "haproxy": 0.007}),
+                    native("kproxy-compiled", 1, {"kernel": 0.040, "CPython": 0.012,
+                                                  "kproxy (mypyc)": 0.006, "libc": 0.00007}),
+                ],
+            }
+        },
+    }  # fmt: skip
+    lines = [re.split(r"\s{2,}", line.strip()) for line in object_lines(results, "latency")]
+    assert lines[0] == ["CPU us per message", "haproxy", "kproxy-compiled"]
+    rows = {line[0]: line[1:] for line in lines[1:]}
+    # Seconds per 1,000 messages as microseconds per message, medians over the rounds;
+    # libc (under 0.1 us everywhere) is left out.
+    assert rows == {
+        "kernel": ["38.0", "41.0"],
+        "CPython": ["0.0", "11.0"],
+        "haproxy": ["6.0", "0.0"],
+        "kproxy (mypyc)": ["0.0", "5.0"],
+    }
+    assert list(rows) == ["kernel", "CPython", "haproxy", "kproxy (mypyc)"]
