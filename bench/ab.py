@@ -3,7 +3,8 @@ change to kproxy's hot path, in minutes.
 
 One workload, every path once per round, rounds interleaved: direct, haproxy (the
 floor), kproxy on uvloop from the working tree and, with ``--baseline REV``, kproxy on
-uvloop from that git revision (checked out in a temporary worktree). Rounds are longer
+uvloop from that git revision (checked out in a temporary worktree); with
+``--standard-loop`` both kproxys run on the standard asyncio loop instead. Rounds are longer
 than the full run's (``--scale``, 4 by default) so that one round's ratio holds still,
 and the figures that hold stillest on a shared machine are there: every proxy's CPU per
 message moved (haproxy's too) from /proc, and kproxy's CPU per request and per GB from
@@ -13,6 +14,7 @@ rounds with its min-max spread.
     python -m bench ab latency --baseline HEAD~1 --rounds 7
     python -m bench ab produce-1KiB
     python -m bench ab latency --baseline HEAD --compile-baseline   # mypyc vs pure Python
+    python -m bench ab connections --baseline HEAD~1 --standard-loop
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from bench.report import per_message, rounds_of, series
 from bench.stats import ratio_summary, summarize
 
 REPO = Path(__file__).resolve().parents[1]
-KPROXY_PATHS = ("kproxy-uvloop", "kproxy-compiled", "kproxy-base")
+KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base")
 SAME_PROCESSES_HELP = (
     "keep one kproxy process per path for every round (default: a fresh one each round)"
 )
@@ -66,6 +68,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--python-floor",
         action="store_true",
         help="also run bench.python_floor: Python on uvloop forwarding bytes, parsing nothing",
+    )
+    p.add_argument(
+        "--standard-loop",
+        action="store_true",
+        help="run kproxy (and the --baseline revision's) on the standard asyncio loop "
+        "instead of uvloop (the path kproxy-asyncio)",
     )
     p.add_argument(
         "--compiled",
@@ -250,7 +258,8 @@ def main_ab(args: argparse.Namespace) -> int:
     if args.workload not in {w.name for w in workloads(quick=False)}:
         raise SystemExit(f"unknown workload {args.workload!r} (python -m bench list)")
     paths = ["direct", *([] if args.no_haproxy else ["haproxy"])]
-    paths += [*(["python-floor"] if args.python_floor else []), "kproxy-uvloop"]
+    loop = "asyncio" if args.standard_loop else "uvloop"
+    paths += [*(["python-floor"] if args.python_floor else []), f"kproxy-{loop}"]
     if args.compiled:
         paths.append("kproxy-compiled")
     if args.baseline:
@@ -275,6 +284,7 @@ def main_ab(args: argparse.Namespace) -> int:
             syscalls_dir=args.syscalls,
             native_profile_dir=args.native_profile,
             baseline_source=baseline,
+            baseline_loop=loop,
             fresh_kproxy=not args.same_processes,
         )
         results = Harness(opts).run()
@@ -292,7 +302,7 @@ def main_ab(args: argparse.Namespace) -> int:
             print(line)
     if args.baseline:
         # The tree's build that matches the baseline's, when there is one.
-        tree = "kproxy-compiled" if args.compiled and args.compile_baseline else "kproxy-uvloop"
+        tree = "kproxy-compiled" if args.compiled and args.compile_baseline else f"kproxy-{loop}"
         print()
         for line in paired_lines(results, args.workload, tree, "kproxy-base"):
             print(line)

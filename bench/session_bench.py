@@ -225,7 +225,7 @@ def _runtime_connection(events_dir: Path) -> tuple[ClientConnection, UpstreamCon
     upstream = UpstreamConnection(client)
     upstream.connection_made(_DroppingTransport())  # type: ignore[arg-type]
     client.upstream = upstream
-    client.dialled = True
+    client.first_request_due_from = None
     return client, upstream
 
 

@@ -67,7 +67,8 @@ PATH_DESCRIPTIONS = {
     "kproxy-uvloop": "kproxy on uvloop",
     "kproxy-asyncio": "kproxy on the standard asyncio loop",
     "kproxy-compiled": "kproxy on uvloop, its hot path built with mypyc (the container image)",
-    "kproxy-base": "kproxy on uvloop, at the baseline revision (bench ab --baseline)",
+    "kproxy-base": "kproxy at the baseline revision (bench ab --baseline), on uvloop "
+    "unless bench ab --standard-loop",
 }
 
 MAIN = "main"
@@ -146,6 +147,8 @@ class Upstream:
         self.floor_error: str | None = f"no python-floor side on {type(self).__name__}"
         #: A checkout of the baseline revision, for the kproxy-base path.
         self.baseline_source: Path | None = None
+        #: The loop the kproxy-base path runs on ("uvloop" or "asyncio").
+        self.baseline_loop = "uvloop"
         #: This checkout's mypyc build (bench.ab.compiled_copy), for kproxy-compiled.
         self.compiled_source: Path | None = None
 
@@ -226,7 +229,9 @@ class Upstream:
             if path == "kproxy-base":
                 if self.baseline_source is None:
                     raise Unavailable("no baseline revision (python -m bench ab --baseline REV)")
-                return KproxyPeer(path, "uvloop", servers, wd, source=self.baseline_source).start()
+                return KproxyPeer(
+                    path, self.baseline_loop, servers, wd, source=self.baseline_source
+                ).start()
             if path == "kproxy-compiled":
                 if self.compiled_source is None:
                     raise Unavailable("the mypyc build was not made (a C compiler and mypy)")

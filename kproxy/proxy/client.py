@@ -12,7 +12,7 @@ import time
 from typing import Final, cast
 
 from kproxy.proxy.quorum import is_controller_listener
-from kproxy.proxy.readgate import ReadGate
+from kproxy.proxy.readgate import paused, resumed
 from kproxy.proxy.services import ConnectionServices
 from kproxy.proxy.upstream import UpstreamConnection, dial
 from kproxy.session import ProxySession
@@ -29,18 +29,16 @@ class ClientConnection(asyncio.Protocol):
     # Slots: an idle connection's attributes cost a fixed array instead of a dict.
     __slots__ = (
         "_dial_task",
+        "_pause_reasons",
         "_pending",
-        "_reading",
+        "address",
         "closed",
         "controller",
-        "dialled",
         "draining",
+        "first_request_due_from",
         "last_active",
         "listener",
         "node_id",
-        "opened_at",
-        "peer",
-        "peer_ip",
         "services",
         "session",
         "tls",
@@ -73,14 +71,17 @@ class ClientConnection(asyncio.Protocol):
         self.upstream: UpstreamConnection | None = None
         self.closed = False
         self.draining = False
-        self.peer = "?"
-        self.peer_ip = "?"
-        self.opened_at = self.last_active = _now()
-        self.dialled = False
+        # The client's (host, port): the transport's own tuple on the standard loop.
+        self.address: tuple[str, int] | None = None
+        # When it opened while no whole request has come (the first-request timeout runs
+        # from it); None from then on, the broker dialled (a float kept by every idle
+        # connection would be 24 bytes more).
+        self.first_request_due_from: float | None = _now()
+        self.last_active = self.first_request_due_from
         self._dial_task: asyncio.Task[None] | None = None
         tls = None if self.controller else services.client_tls
         self.tls = TlsServerLayer(tls.context) if tls is not None else None
-        self._reading = ReadGate()
+        self._pause_reasons: tuple[str, ...] = ()  # why the client is not read (readgate)
         # Requests read before the broker is there; None once it is (an idle connection
         # holds no empty list).
         self._pending: list[bytes | memoryview] | None = None
@@ -89,13 +90,20 @@ class ClientConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast(asyncio.Transport, transport)
-        self.transport = self._reading.transport = transport
+        self.transport = transport
         transport.set_write_buffer_limits(high=self.services.write_buffer_high)
-        peer = transport.get_extra_info("peername")
-        if peer:
-            self.peer_ip = str(peer[0])
-            self.peer = f"{peer[0]}:{peer[1]}"
+        self.address = transport.get_extra_info("peername") or None
         self.services.registry.opened(self)
+
+    @property
+    def peer(self) -> str:
+        """host:port of the client, for log lines (formatted when logged: a string kept
+        per connection would be 64 bytes every idle one holds)."""
+        return "?" if self.address is None else f"{self.address[0]}:{self.address[1]}"
+
+    @property
+    def peer_ip(self) -> str:
+        return "?" if self.address is None else str(self.address[0])
 
     @property
     def handshaking(self) -> bool:
@@ -184,8 +192,8 @@ class ClientConnection(asyncio.Protocol):
             self._pending = []
         self._pending.extend(chunks)
         self._pause("dialling")  # one request's worth, until the broker is there
-        if not self.dialled:
-            self.dialled = True
+        if self.first_request_due_from is not None:
+            self.first_request_due_from = None
             self._dial_task = asyncio.get_running_loop().create_task(self._dial())
 
     async def _dial(self) -> None:
@@ -285,11 +293,11 @@ class ClientConnection(asyncio.Protocol):
 
     # -- reading, draining, closing -------------------------------------------------------------
     def _pause(self, reason: str) -> None:
-        self._reading.pause(reason)
+        self._pause_reasons = paused(self.transport, self._pause_reasons, reason)
 
     def _resume(self, reason: str) -> None:
         if not self.closed:
-            self._reading.resume(reason)
+            self._pause_reasons = resumed(self.transport, self._pause_reasons, reason)
 
     def drain(self) -> None:
         """Shutdown: read no new request, close once every forwarded one is answered

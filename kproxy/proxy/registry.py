@@ -22,12 +22,15 @@ RESERVED_DESCRIPTORS = 64
 
 class Connection(Protocol):
     listener: str
-    peer: str
-    peer_ip: str
-    opened_at: float
     last_active: float
-    dialled: bool
+    first_request_due_from: float | None  # None once a whole first request came
     closed: bool
+
+    @property
+    def peer(self) -> str: ...
+
+    @property
+    def peer_ip(self) -> str: ...
 
     @property
     def handshaking(self) -> bool: ...
@@ -124,7 +127,8 @@ class ConnectionRegistry:
         """Close connections idle too long, and clients that never sent a first request."""
         now = _now()
         for conn in list(self.connections):
-            if not conn.dialled and now - conn.opened_at > self.first_request_timeout:
+            due_from = conn.first_request_due_from
+            if due_from is not None and now - due_from > self.first_request_timeout:
                 if conn.handshaking:
                     self._handshake_timeout(conn)
                     continue

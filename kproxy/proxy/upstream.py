@@ -36,8 +36,10 @@ class ClientConnection(Protocol):
     listener: str
     node_id: int | None
     controller: bool  # a KRaft controller's port (`quorum.controllers`)
-    peer: str
     closed: bool
+
+    @property
+    def peer(self) -> str: ...
 
     def upstream_bytes(self, data: bytes) -> None: ...
 

@@ -83,9 +83,9 @@ class FastLane:
     max_in_flight: int
     refused_apis: frozenset[int]
     policy: ApiPolicy
-    _held: list[Held | StreamedResponse]
+    _held: list[Held | StreamedResponse] | None
     _stream: StreamedResponse | None
-    _waiting: list[Frame]
+    _waiting: list[Frame] | None
     _paused_for_inflight: bool
     awaits_success: Callable[[str | None], bool] | None
 

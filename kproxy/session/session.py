@@ -37,12 +37,7 @@ from kproxy.protocol.walker import (
     can_walk,
     walk,
 )
-from kproxy.session.admission import (
-    CLIENT_REFUSED_APIS,
-    admit,
-    api_versions_fallback,
-    refuse,
-)
+from kproxy.session.admission import CLIENT_REFUSED_APIS, admit, api_versions_fallback, refuse
 from kproxy.session.fast_lane import FastLane
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
@@ -103,25 +98,23 @@ class ProxySession(FastLane):
         self.refused_apis = refused_apis
         self.policy = ApiPolicy("default") if policy is None else policy
         self.client_reader = FrameReader(limits.max_frame_bytes, stream_after=STREAM_REQUESTS_AFTER)
-        self.upstream_reader = FrameReader(
-            limits.max_frame_bytes, stream_after=limits.stream_responses_after
-        )
+        self.upstream_reader = FrameReader(limits.max_frame_bytes, limits.stream_responses_after)
         self.inflight: CorrelationTable[InFlight] = CorrelationTable()
         self._paused_for_inflight = False
-        # Responses walked but not yet sent, in order (a streamed one's tail among them).
-        self._held: list[Held | StreamedResponse] = []
+        # Responses walked but not yet sent, in order (a streamed one's tail among them);
+        # None, not an empty list an idle connection would hold, when there are none.
+        self._held: list[Held | StreamedResponse] | None = None
         self._stream: StreamedResponse | None = None  # a response forwarded as it arrives
         # Requests read while the in-flight limit was reached, in order (one read's worth:
         # the runtime stops reading the client meanwhile).
-        self._waiting: list[Frame] = []
-        self._client_id_raw = b""  # the fast lane's last client id (FastLane.request_alone)
-        self._client_id = ""
+        self._waiting: list[Frame] | None = None
+        self._client_id_raw, self._client_id = b"", ""  # the fast lane's last (request_alone)
 
     def close(self) -> None:
         """The connection is gone: forget every request and buffered byte."""
         self.inflight = CorrelationTable()
-        self._held = []
-        self._waiting = []
+        self._held = None
+        self._waiting = None
         self._stream = None
         self.client_reader = FrameReader(self.limits.max_frame_bytes)
         self.upstream_reader = FrameReader(self.limits.max_frame_bytes)
@@ -139,10 +132,10 @@ class ProxySession(FastLane):
     @property
     def waiting_bytes(self) -> int:
         """Bytes of requests read past the in-flight limit, waiting for a slot."""
-        return sum(frame_bytes(f) for f in self._waiting)
+        return sum(frame_bytes(f) for f in self._waiting or ())
 
     def _waiting_requests(self) -> int:
-        return sum(type(f) is not FrameMore for f in self._waiting)
+        return sum(type(f) is not FrameMore for f in self._waiting or ())
 
     @property
     def client_bytes_pending(self) -> int:
@@ -176,7 +169,7 @@ class ProxySession(FastLane):
         return step
 
     def _wait(self, frames: list[Frame]) -> None:
-        self._waiting.extend(frames)
+        self._waiting = frames if self._waiting is None else self._waiting + frames
         waiting = self.waiting_bytes
         if waiting > self.limits.max_frame_bytes + STREAM_REQUESTS_AFTER:
             raise ProtocolError(
@@ -281,7 +274,7 @@ class ProxySession(FastLane):
 
     def _upstream_failed(self, step: UpstreamStep, exc: ProtocolError) -> None:
         """Bad bytes from the broker: nothing of this step reaches the client."""
-        self._held = []
+        self._held = None
         self._stream = None
         step.to_client = []
         step.responses = []
@@ -324,7 +317,7 @@ class ProxySession(FastLane):
             # held (a response that waits for a listener would be): it leaves at once.
             release_unwalked(req, frame, now - req.received, whole, step)
             return
-        self._held.append(Held(req, frame, walked, now - req.received, whole))
+        self._hold(Held(req, frame, walked, now - req.received, whole))
 
     def _learn(self, key: int, walked: WalkResult, step: UpstreamStep, needed: set[int]) -> None:
         # A broker's client listener says where the node is dialled from now on; the
@@ -369,27 +362,34 @@ class ProxySession(FastLane):
         walked = stream.finish(self._walks_plain(stream.request))
         if walked is not None:
             self._learn(stream.request.api_key, walked, step, needed)
-        self._held.append(stream)  # its tail, released in order with what follows
+        self._hold(stream)  # its tail, released in order with what follows
+
+    def _hold(self, item: Held | StreamedResponse) -> None:
+        if self._held is None:
+            self._held = [item]
+        else:
+            self._held.append(item)
 
     def _mapping_for(self, api_key: int) -> AddressMapping:
         quorum = self.controllers if api_key in QUORUM_RESPONSES else None
         return self.mapping if quorum is None else quorum
 
     def _release(self, step: UpstreamStep, now: float) -> None:
-        held, self._held = self._held, []
-        for item in held:
-            mapping = self._mapping_for(item.request.api_key)
-            if type(item) is StreamedResponse:
-                release_tail(item, mapping, step)
-            else:
-                assert type(item) is Held
-                release_whole(item, mapping, self.policy.advertised, step)
+        held, self._held = self._held, None
+        if held is not None:
+            for item in held:
+                mapping = self._mapping_for(item.request.api_key)
+                if type(item) is StreamedResponse:
+                    release_tail(item, mapping, step)
+                else:
+                    assert type(item) is Held
+                    release_whole(item, mapping, self.policy.advertised, step)
         self._release_waiting(step, now)
 
     def _release_waiting(self, step: UpstreamStep, now: float) -> None:
         limit = self.max_in_flight
         if self._waiting and len(self.inflight) < limit:
-            waiting, self._waiting = self._waiting, []
+            waiting, self._waiting = self._waiting, None
             try:
                 self._requests(waiting, now, step)
             except ProtocolError as exc:  # a waiting request was bad: the client's fault

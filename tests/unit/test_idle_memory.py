@@ -88,6 +88,23 @@ def test_an_idle_session_holds_what_a_fresh_one_does_plus_its_answered_table() -
         return session
 
     grown = _traced_per_object(idle) - _traced_per_object(fresh)
-    # What answering leaves: the in-flight table's dict keeps the room its entries took
-    # (a dict does not shrink as it empties), and the readers keep nothing.
-    assert grown <= 160 + STRAY, grown
+    # Answering leaves nothing: the in-flight table lets go of its dict once it is empty
+    # (a dict keeps the room its entries took: 160 bytes after one), the readers keep no
+    # buffer and no list of held responses or waiting requests is left behind.
+    assert grown <= STRAY, grown
+
+
+def test_a_fresh_session_is_its_readers_and_in_flight_table_and_nothing_more() -> None:
+    addresses = address_map(open_nodes=(1, 2))
+    limits = SessionLimits(1 << 20, 5)
+    policy = ApiPolicy("test", frozenset())
+
+    def fresh() -> ProxySession:
+        return ProxySession(addresses, limits, CLIENT_REFUSED_APIS, policy, None)
+
+    # The session object, its two frame readers and its in-flight table; everything else
+    # it refers to is shared (the empty bytes and str, None) or the caller's: no empty
+    # dict of requests in flight, no empty list of held responses or waiting requests.
+    one = fresh()
+    parts = (one, one.client_reader, one.upstream_reader, one.inflight)
+    assert _traced_per_object(fresh) <= sum(sys.getsizeof(p) for p in parts) + STRAY
