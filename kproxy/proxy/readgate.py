@@ -1,9 +1,9 @@
 """Whether a client is read: paused while any reason holds, resumed when none does.
 
 The reasons (the in-flight limit, a full upstream write buffer, a broker still being
-dialled, a drain) are a tuple the connection keeps, not an object of their own: an empty
-tuple is shared, so an idle connection holds nothing for them (a gate object was 48
-bytes, an empty set 216)."""
+dialled, a drain) are a tuple the connection keeps, not an object of their own: the empty
+tuple is shared, so an idle connection holds nothing for them (a gate object would hold
+48 bytes, an empty set 216)."""
 
 from __future__ import annotations
 
