@@ -252,11 +252,9 @@ def paired_lines(results: dict[str, Any], workload: str, path: str, base: str) -
     ]
 
 
-def main_ab(args: argparse.Namespace) -> int:
-    from bench.run import Harness, Options, raise_fd_limit, workloads
-
-    if args.workload not in {w.name for w in workloads(quick=False)}:
-        raise SystemExit(f"unknown workload {args.workload!r} (python -m bench list)")
+def ab_paths(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The paths an A/B runs, in order, and the loop its kproxys run on (the tree's and
+    the baseline's alike)."""
     paths = ["direct", *([] if args.no_haproxy else ["haproxy"])]
     loop = "asyncio" if args.standard_loop else "uvloop"
     paths += [*(["python-floor"] if args.python_floor else []), f"kproxy-{loop}"]
@@ -264,6 +262,15 @@ def main_ab(args: argparse.Namespace) -> int:
         paths.append("kproxy-compiled")
     if args.baseline:
         paths.append("kproxy-base")
+    return paths, loop
+
+
+def main_ab(args: argparse.Namespace) -> int:
+    from bench.run import Harness, Options, raise_fd_limit, workloads
+
+    if args.workload not in {w.name for w in workloads(quick=False)}:
+        raise SystemExit(f"unknown workload {args.workload!r} (python -m bench list)")
+    paths, loop = ab_paths(args)
     out = args.out or Path(tempfile.mkdtemp(prefix="kproxy-ab-results-"))
     out.mkdir(parents=True, exist_ok=True)
     raise_fd_limit()

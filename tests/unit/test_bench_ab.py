@@ -1,12 +1,19 @@
 """`python -m bench ab`'s summary: medians and spreads per path, the ratio to direct
 taken round by round, any proxy's CPU (and of it user space) per message, and kproxy's
-CPU per request in microseconds."""
+CPU per request in microseconds; and the loop the tree's and the baseline's kproxy run on
+(`--standard-loop`)."""
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
 from typing import Any
 
-from bench.ab import summary_lines
+import pytest
+
+import bench.upstreams
+from bench.ab import ab_paths, add_arguments, summary_lines
+from bench.upstreams import Upstream
 
 
 def run(path: str, r: int, p50: float, cpu_100k: float | None = None) -> dict[str, Any]:
@@ -78,3 +85,44 @@ def test_a_baseline_is_compared_round_by_round() -> None:
     assert title == "kproxy-compiled against kproxy-base, round by round:"
     assert figure == "  p50: 1.000 [1.000-1.200]"
     assert cpu == "  CPU per message: 0.900 [0.900-1.100], less in 2 of 3 rounds"
+
+
+class _OneBroker(Upstream):
+    """An upstream whose broker is named, never started: what `start_proxy` dials."""
+
+    def direct_bootstrap(self) -> str:
+        return "127.0.0.1:9"
+
+
+@pytest.mark.parametrize(
+    ("flags", "loop", "tree"),
+    [([], "uvloop", "kproxy-uvloop"), (["--standard-loop"], "asyncio", "kproxy-asyncio")],
+)
+def test_the_tree_and_the_baseline_run_on_the_loop_asked_for(
+    flags: list[str], loop: str, tree: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["latency", "--baseline", "HEAD", "--compiled", *flags])
+    paths, asked = ab_paths(args)
+    assert asked == loop
+    assert paths == ["direct", "haproxy", tree, "kproxy-compiled", "kproxy-base"]
+
+    started: list[tuple[str, str]] = []
+
+    class StartedPeer:
+        def __init__(self, name: str, loop: str, *_: object, **__: object) -> None:
+            started.append((name, loop))
+
+        def start(self) -> StartedPeer:
+            return self
+
+    monkeypatch.setattr(bench.upstreams, "KproxyPeer", StartedPeer)
+    upstream = _OneBroker(tmp_path)
+    upstream.baseline_source = tmp_path  # what the harness sets from Options
+    upstream.compiled_source = tmp_path
+    upstream.baseline_loop = asked
+    for path in paths[2:]:
+        upstream.start_proxy(path)
+    # The compiled build is what the image runs: always uvloop.
+    assert started == [(tree, loop), ("kproxy-compiled", "uvloop"), ("kproxy-base", loop)]
