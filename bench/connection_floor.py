@@ -1,7 +1,7 @@
 """What an idle proxied connection holds in Python, against the least any Python proxy
-on uvloop can hold:
+on uvloop (or, with ``--standard-loop``, the standard asyncio loop) can hold:
 
-    python -m bench.connection_floor [--connections 1000]
+    python -m bench.connection_floor [--connections 1000] [--standard-loop]
 
 Both proxies stand in front of one Tansu broker (in memory), as in
 ``python -m bench ab connections``. The idle-connection holder of
@@ -11,12 +11,13 @@ side per connection. ``tracemalloc`` counts what is still allocated afterwards, 
 connection:
 
 - ``forwarder``: the floor (`bench.python_floor`). Two protocol objects with
-  ``__slots__`` and the two uvloop transports, nothing else: what any Python proxy on
-  uvloop holds per connection.
-- ``kproxy``: kproxy itself (`kproxy.app.serve`, uvloop, its defaults).
+  ``__slots__`` and the loop's two transports, nothing else: what any Python proxy on
+  that loop holds per connection.
+- ``kproxy``: kproxy itself (`kproxy.app.serve` on the same loop, its defaults).
 
 Allocations made by uvloop without a Python frame above them are listed under asyncio's
-``runners.py``. Not a test: it prints what it measures.
+``runners.py``; the standard loop's are in its own modules (``selector_events.py``,
+``selectors.py``, ``events.py``). Not a test: it prints what it measures.
 """
 
 from __future__ import annotations
@@ -118,7 +119,13 @@ async def _kproxy(bootstrap: str, count: int, events: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--connections", type=int, default=1000)
+    ap.add_argument(
+        "--standard-loop",
+        action="store_true",
+        help="both proxies on the standard asyncio loop instead of uvloop",
+    )
     args = ap.parse_args(argv)
+    loop_run = asyncio.run if args.standard_loop else uvloop.run
     results: dict[str, dict[str, Any]] = {}
     with (
         tempfile.TemporaryDirectory(prefix="kproxy-floor-") as tmp,
@@ -132,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         tracemalloc.start()
         for name, run in runs.items():
-            results[name] = uvloop.run(run())
+            results[name] = loop_run(run())
         tracemalloc.stop()
     for name, result in results.items():
         print(f"{name}: {result['bytes_per_connection']:,} B per idle connection (traced)")
