@@ -71,8 +71,9 @@ class ClientConnection(asyncio.Protocol):
         self.upstream: UpstreamConnection | None = None
         self.closed = False
         self.draining = False
-        # The client's (host, port): the transport's own tuple on the standard loop.
-        self.address: tuple[str, int] | None = None
+        # The client's socket address, (host, port) or for IPv6 (host, port, flowinfo,
+        # scope_id): the transport's own tuple on the standard loop.
+        self.address: tuple[str, int] | tuple[str, int, int, int] | None = None
         # When it opened while no whole request has come (the first-request timeout runs
         # from it); None from then on, the broker dialled (a float kept by every idle
         # connection would be 24 bytes more).
