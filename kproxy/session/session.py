@@ -108,7 +108,8 @@ class ProxySession(FastLane):
         # Requests read while the in-flight limit was reached, in order (one read's worth:
         # the runtime stops reading the client meanwhile).
         self._waiting: list[Frame] | None = None
-        self._client_id_raw, self._client_id = b"", ""  # the fast lane's last (request_alone)
+        self._client_id_raw = b""  # the fast lane's last client id (FastLane.request_alone)
+        self._client_id = ""
 
     def close(self) -> None:
         """The connection is gone: forget every request and buffered byte."""
@@ -169,7 +170,8 @@ class ProxySession(FastLane):
         return step
 
     def _wait(self, frames: list[Frame]) -> None:
-        self._waiting = frames if self._waiting is None else self._waiting + frames
+        self._waiting = self._waiting or []
+        self._waiting.extend(frames)
         waiting = self.waiting_bytes
         if waiting > self.limits.max_frame_bytes + STREAM_REQUESTS_AFTER:
             raise ProtocolError(
@@ -365,10 +367,8 @@ class ProxySession(FastLane):
         self._hold(stream)  # its tail, released in order with what follows
 
     def _hold(self, item: Held | StreamedResponse) -> None:
-        if self._held is None:
-            self._held = [item]
-        else:
-            self._held.append(item)
+        self._held = self._held or []
+        self._held.append(item)
 
     def _mapping_for(self, api_key: int) -> AddressMapping:
         quorum = self.controllers if api_key in QUORUM_RESPONSES else None
