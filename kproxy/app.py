@@ -87,10 +87,9 @@ async def serve(
         _on_sighup(ConfigReloader(config_path, proxy, observer).reload)
         observer.start_events(_own_bootstrap(settings, proxy.bootstrap_port))
         log.info(
-            "kproxy bootstrap at %s:%d -> %s",
-            settings.listeners.advertised_host,
-            proxy.bootstrap_port,
-            ",".join(f"{h}:{p}" for h, p in settings.cluster.bootstrap_servers),
+            "kproxy bootstrap at %s -> %s",
+            format_host_port(settings.listeners.advertised_host, proxy.bootstrap_port),
+            ",".join(format_host_port(h, p) for h, p in settings.cluster.bootstrap_servers),
         )
         if started is not None:
             await started(Running(proxy, observer, admin))

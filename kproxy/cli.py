@@ -21,6 +21,7 @@ from kproxy.config import (
     config_json_schema,
     load_config,
 )
+from kproxy.hostport import bracketed
 from kproxy.protocol.apis import APIS
 
 __all__ = ["CONFIG_ENV", "LOG_FORMAT", "build_parser", "configure_logging", "main"]
@@ -97,7 +98,8 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 def port_map(settings: Settings) -> list[str]:
     """The ports kproxy listens on, for a firewall or a Service (0: chosen by the OS)."""
     lst = settings.listeners
-    lines = [f"  bootstrap  {lst.bind_host}:{lst.bootstrap_port or 'any'}"]
+    bind = bracketed(lst.bind_host)
+    lines = [f"  bootstrap  {bind}:{lst.bootstrap_port or 'any'}"]
     if lst.sni is not None:
         lines.append(
             f"  nodes      the same port, by TLS server name: {lst.sni.node_host_pattern} "
@@ -106,15 +108,16 @@ def port_map(settings: Settings) -> list[str]:
     elif lst.broker_port_base:
         last = lst.broker_port_base + lst.max_node_id
         lines.append(
-            f"  nodes      {lst.bind_host}:{lst.broker_port_base}-{last}"
+            f"  nodes      {bind}:{lst.broker_port_base}-{last}"
             f" (node N on {lst.broker_port_base} + N, N = 0..{lst.max_node_id})"
         )
     else:
-        lines.append(f"  nodes      {lst.bind_host}: a port the OS chooses per node")
+        lines.append(f"  nodes      {bind}: a port the OS chooses per node")
     for node_id, port in sorted(lst.node_port_overrides.items() if lst.sni is None else ()):
-        lines.append(f"  node {node_id:<5} {lst.bind_host}:{port}")
+        lines.append(f"  node {node_id:<5} {bind}:{port}")
     if settings.admin.enabled:
-        lines.append(f"  admin      {settings.admin.bind_host}:{settings.admin.port or 'any'}")
+        admin = bracketed(settings.admin.bind_host)
+        lines.append(f"  admin      {admin}:{settings.admin.port or 'any'}")
     return lines
 
 

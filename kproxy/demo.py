@@ -21,6 +21,7 @@ from typing import Any
 
 from kproxy.app import Running, Stop, run_loop, serve
 from kproxy.config import Settings, parse_config
+from kproxy.hostport import format_host_port
 
 log = logging.getLogger("kproxy.demo")
 
@@ -140,7 +141,9 @@ async def _demo(
         """Runs while kproxy serves: clients, leader moves and a status line."""
         watched.append(running)
         loop = asyncio.get_running_loop()
-        bootstrap = f"{settings.listeners.advertised_host}:{running.proxy.bootstrap_port}"
+        bootstrap = format_host_port(
+            settings.listeners.advertised_host, running.proxy.bootstrap_port
+        )
         print(f"kproxy demo: {brokers}-broker cluster (advertised as broker-N.demo.invalid)")
         print(f"kproxy demo: bootstrap address {bootstrap}")
         if running.admin is not None:

@@ -59,9 +59,15 @@ def parse_host_port(s: str) -> HostPort:
     return host, port
 
 
+def bracketed(host: str) -> str:
+    """A host as it is written before ``:port``: an IPv6 address in brackets (``::1``
+    followed by ``:5000`` would read as one longer address)."""
+    return f"[{host}]" if ":" in host else host
+
+
 def format_host_port(host: str, port: int) -> str:
     """The inverse of `parse_host_port`: brackets IPv6 hosts."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"{bracketed(host)}:{port}"
 
 
 def normalize_host(host: str) -> str:

@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Final, cast
 
+from kproxy.hostport import format_host_port
 from kproxy.proxy.quorum import is_controller_listener
 from kproxy.proxy.readgate import paused, resumed
 from kproxy.proxy.services import ConnectionServices
@@ -98,9 +99,11 @@ class ClientConnection(asyncio.Protocol):
 
     @property
     def peer(self) -> str:
-        """host:port of the client, for log lines (formatted when logged: a string kept
-        per connection would be 64 bytes every idle one holds)."""
-        return "?" if self.address is None else f"{self.address[0]}:{self.address[1]}"
+        """host:port of the client, an IPv6 host in brackets, for log lines (formatted
+        when logged: a string kept per connection would be 64 bytes every idle one
+        holds)."""
+        address = self.address
+        return "?" if address is None else format_host_port(address[0], address[1])
 
     @property
     def peer_ip(self) -> str:

@@ -13,6 +13,7 @@ import socket
 from collections.abc import Callable, Iterable
 
 from kproxy.describe import describe
+from kproxy.hostport import format_host_port
 from kproxy.proxy.mapping import AddressMap
 from kproxy.proxy.quorum import QuorumMap, controller_listener_name
 
@@ -97,7 +98,10 @@ class ListenerSet:
             sock = self._bind(port)
         except OSError as exc:
             log.error(
-                "cannot listen on %s:%d for %s: %s", self.bind_host, port, name, describe(exc)
+                "cannot listen on %s for %s: %s",
+                format_host_port(self.bind_host, port),
+                name,
+                describe(exc),
             )
             dead = Listener(name, node_id, port, socket.socket())
             dead.sock.close()
@@ -114,7 +118,7 @@ class ListenerSet:
         task = asyncio.get_running_loop().create_task(self._serve(listener))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        log.info("listening on %s:%d for %s", self.bind_host, actual_port, name)
+        log.info("listening on %s for %s", format_host_port(self.bind_host, actual_port), name)
         return listener
 
     def open_nodes(self, node_ids: Iterable[int]) -> None:

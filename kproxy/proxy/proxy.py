@@ -129,14 +129,15 @@ class Proxy:
     async def start(self) -> None:
         port = self.settings.listeners.bootstrap_port
         if self.listeners.open(None, port) is None:
-            raise OSError(f"cannot listen on {self.listeners.bind_host}:{port}")
+            raise OSError(f"cannot listen on {format_host_port(self.listeners.bind_host, port)}")
         if self.quorum is not None:
             # Controllers reach each other through these ports from their first moment
             # (KIP-853 --initial-controllers names them): they open with the bootstrap.
             for node_id, controller in self.quorum.controllers.items():
                 if self.listeners.open_controller(self.quorum, node_id, controller.port) is None:
                     raise OSError(
-                        f"cannot listen on {self.listeners.bind_host}:{controller.port} "
+                        "cannot listen on "
+                        f"{format_host_port(self.listeners.bind_host, controller.port)} "
                         f"for controller {node_id}"
                     )
         await asyncio.sleep(0)  # let the bootstrap server start

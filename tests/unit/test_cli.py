@@ -16,7 +16,7 @@ import pytest
 
 import kproxy
 from kproxy import cli
-from kproxy.config import Settings
+from kproxy.config import Settings, parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,6 +116,30 @@ def test_check_config_prints_the_port_map() -> None:
         "AlterPartitionReassignments, AlterReplicaLogDirs, CreateAcls, CreatePartitions, "
         "CreateTopics, DeleteAcls, DeleteRecords, DeleteTopics, ElectLeaders, "
         "IncrementalAlterConfigs, UnregisterBroker",
+    ]
+
+
+def test_the_port_map_writes_ipv6_hosts_in_brackets() -> None:
+    """``::`` followed by ``:9092`` would read as one address: hosts are bracketed."""
+    settings = parse_config(
+        {
+            "cluster": {"bootstrap_servers": ["[fd00::7]:9092"]},
+            "listeners": {
+                "bind_host": "::",
+                "advertised_host": "kafka.example.com",
+                "bootstrap_port": 9092,
+                "broker_port_base": 9100,
+                "max_node_id": 3,
+                "node_port_overrides": {7: 9207},
+            },
+            "admin": {"bind_host": "::1", "port": 9644},
+        }
+    )
+    assert cli.port_map(settings)[:4] == [
+        "  bootstrap  [::]:9092",
+        "  nodes      [::]:9100-9103 (node N on 9100 + N, N = 0..3)",
+        "  node 7     [::]:9207",
+        "  admin      [::1]:9644",
     ]
 
 
