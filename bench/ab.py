@@ -81,6 +81,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also run kproxy-compiled: this checkout built with mypyc, as the image runs it",
     )
     p.add_argument(
+        "--baseline-python",
+        metavar="PYTHON",
+        default=sys.executable,
+        help="run the --baseline revision's kproxy on this interpreter, one with kproxy's "
+        "dependencies installed (--baseline HEAD --baseline-python .../python3.12: the same "
+        "code on two Pythons)",
+    )
+    p.add_argument(
         "--compile-baseline",
         action="store_true",
         help="build the baseline checkout with mypyc (KPROXY_COMPILE=1, setup.py): "
@@ -276,6 +284,9 @@ def main_ab(args: argparse.Namespace) -> int:
     raise_fd_limit()
     if args.compile_baseline and not args.baseline:
         raise SystemExit("--compile-baseline needs --baseline REV (HEAD: the same code)")
+    if args.baseline_python != sys.executable and (not args.baseline or args.compile_baseline):
+        # The build is made by, and for, the interpreter running the harness.
+        raise SystemExit("--baseline-python needs --baseline REV, and no --compile-baseline")
     with checkout(args.baseline) as baseline:
         if baseline is not None and args.compile_baseline:
             compile_in_place(baseline)
@@ -292,10 +303,13 @@ def main_ab(args: argparse.Namespace) -> int:
             native_profile_dir=args.native_profile,
             baseline_source=baseline,
             baseline_loop=loop,
+            baseline_python=args.baseline_python,
             fresh_kproxy=not args.same_processes,
         )
         results = Harness(opts).run()
     against = f", baseline {args.baseline}" if args.baseline else ""
+    if args.baseline and args.baseline_python != sys.executable:
+        against += f" on {args.baseline_python}"
     print(f"\n{args.workload}, {args.rounds} rounds, scale {args.scale}{against}: {opts.out_json}")
     for line in summary_lines(results, args.workload):
         print(line)

@@ -188,10 +188,13 @@ class KproxyPeer(LoopbackPeer):
         dial_overrides: dict[str, str] | None = None,
         log_level: str = "WARNING",
         source: Path = REPO,
+        python: str = sys.executable,
     ) -> None:
         self.name = name
         self.loop = loop
         self.source = source  # the checkout whose kproxy runs (bench ab: a baseline)
+        # The interpreter it runs on (bench ab --baseline-python: another Python's).
+        self.python = python
         self.workdir = workdir
         self.port, self.admin_port = free_ports(2)
         cluster: dict[str, Any] = {"bootstrap_servers": bootstrap_servers}
@@ -227,7 +230,7 @@ class KproxyPeer(LoopbackPeer):
         cfg.write_text(yaml.safe_dump(config))
         env = dict(os.environ)
         env["PYTHONPATH"] = str(self.source) + os.pathsep + env.get("PYTHONPATH", "")
-        argv = [sys.executable, "-m", "kproxy", "run", "--config", str(cfg)]
+        argv = [self.python, "-m", "kproxy", "run", "--config", str(cfg)]
         self.process = PeerProcess(
             self.name, argv, log_path=self.workdir / "kproxy.log", env=env, cwd=self.source
         ).start()

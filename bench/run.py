@@ -190,6 +190,7 @@ class Options:
     paths: list[str] = field(default_factory=lambda: list(DEFAULT_PATHS))
     baseline_source: Path | None = None  # bench ab --baseline: that revision's checkout
     baseline_loop: str = "uvloop"  # the loop kproxy-base runs on (bench ab --standard-loop)
+    baseline_python: str = sys.executable  # and its interpreter (bench ab --baseline-python)
     scale: float = 1.0
     out_json: Path = BENCH / "results.json"
     out_md: Path | None = BENCH / "RESULTS.md"
@@ -396,6 +397,7 @@ class Harness:
             up = MockUpstream(wd)
         up.baseline_source = self.opts.baseline_source
         up.baseline_loop = self.opts.baseline_loop
+        up.baseline_python = self.opts.baseline_python
         up.compiled_source = self.compiled_source
         up.want_floor = "python-floor" in self.paths
         return up

@@ -149,6 +149,8 @@ class Upstream:
         self.baseline_source: Path | None = None
         #: The loop the kproxy-base path runs on ("uvloop" or "asyncio").
         self.baseline_loop = "uvloop"
+        #: The Python interpreter the kproxy-base path runs on.
+        self.baseline_python = sys.executable
         #: This checkout's mypyc build (bench.ab.compiled_copy), for kproxy-compiled.
         self.compiled_source: Path | None = None
 
@@ -230,7 +232,12 @@ class Upstream:
                 if self.baseline_source is None:
                     raise Unavailable("no baseline revision (python -m bench ab --baseline REV)")
                 return KproxyPeer(
-                    path, self.baseline_loop, servers, wd, source=self.baseline_source
+                    path,
+                    self.baseline_loop,
+                    servers,
+                    wd,
+                    source=self.baseline_source,
+                    python=self.baseline_python,
                 ).start()
             if path == "kproxy-compiled":
                 if self.compiled_source is None:

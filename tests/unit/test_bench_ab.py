@@ -1,18 +1,19 @@
 """`python -m bench ab`'s summary: medians and spreads per path, the ratio to direct
 taken round by round, any proxy's CPU (and of it user space) per message, and kproxy's
 CPU per request in microseconds; and the loop the tree's and the baseline's kproxy run on
-(`--standard-loop`)."""
+(`--standard-loop`), and the interpreter the baseline's runs on (`--baseline-python`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import bench.upstreams
-from bench.ab import ab_paths, add_arguments, summary_lines
+from bench.ab import ab_paths, add_arguments, main_ab, summary_lines
 from bench.upstreams import Upstream
 
 
@@ -126,3 +127,50 @@ def test_the_tree_and_the_baseline_run_on_the_loop_asked_for(
         upstream.start_proxy(path)
     # The compiled build is what the image runs: always uvloop.
     assert started == [(tree, loop), ("kproxy-compiled", "uvloop"), ("kproxy-base", loop)]
+
+
+def test_the_baseline_alone_runs_on_the_interpreter_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--baseline-python`: the same code on two Pythons; the tree and the compiled build
+    stay on the harness's own interpreter (the build is made for it)."""
+    other = str(tmp_path / "python3.12")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["latency", "--baseline", "HEAD", "--baseline-python", other])
+    assert args.baseline_python == other
+    assert parser.parse_args(["latency"]).baseline_python == sys.executable
+
+    started: list[tuple[str, str]] = []
+
+    class StartedPeer:
+        def __init__(self, name: str, *_: object, python: str = sys.executable, **__: object):
+            started.append((name, python))
+
+        def start(self) -> StartedPeer:
+            return self
+
+    monkeypatch.setattr(bench.upstreams, "KproxyPeer", StartedPeer)
+    upstream = _OneBroker(tmp_path)
+    upstream.baseline_source = tmp_path
+    upstream.compiled_source = tmp_path
+    upstream.baseline_python = args.baseline_python  # what the harness sets from Options
+    for path in ("kproxy-uvloop", "kproxy-compiled", "kproxy-base"):
+        upstream.start_proxy(path)
+    assert started == [
+        ("kproxy-uvloop", sys.executable),
+        ("kproxy-compiled", sys.executable),
+        ("kproxy-base", other),
+    ]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--baseline-python", "/opt/python3.12"],
+     ["--baseline", "HEAD", "--compile-baseline", "--baseline-python", "/opt/python3.12"]],
+)  # fmt: skip
+def test_another_interpreter_needs_an_uncompiled_baseline(flags: list[str], tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(SystemExit, match="--baseline-python needs --baseline REV"):
+        main_ab(parser.parse_args(["latency", "--out", str(tmp_path), *flags]))
