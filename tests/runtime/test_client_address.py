@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from typing import Any
 
 import pytest
-from kio.schema.metadata.v12.request import MetadataRequest
 
 from kproxy.config import parse_config
 from kproxy.observability import Observability
 from kproxy.proxy.proxy import Proxy
-from tests.kio_support import encode_request_frame
-from tests.runtime.test_runtime_loops import DEADLINE, LOOPS, run_on, scripted_broker
+from tests.runtime.test_runtime_loops import (
+    DEADLINE,
+    LOOPS,
+    config_for,
+    metadata_exchange,
+    run_on,
+    scripted_broker,
+)
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
@@ -29,36 +33,16 @@ def test_an_ipv6_client_is_served_then_refused_over_its_cap_by_its_bracketed_add
 ) -> None:
     async def main() -> None:
         async with scripted_broker([]) as broker_port:
-            settings = parse_config(
-                {
-                    "cluster": {
-                        "bootstrap_servers": [f"127.0.0.1:{broker_port}"],
-                        "dial_overrides": {"broker-1.runtime.invalid": "127.0.0.1"},
-                    },
-                    "listeners": {
-                        "bind_host": "::1",
-                        "bootstrap_port": 0,
-                        "broker_port_base": 0,
-                    },
-                    "limits": {"max_connections_per_client_ip": 1},
-                    "admin": {"enabled": False},
-                    "events": {"enabled": False, "dir": str(tmp_path)},
-                    "runtime": {"event_loop": loop_name},
-                }
-            )
+            config = config_for(broker_port, loop_name, str(tmp_path))
+            config["listeners"]["bind_host"] = "::1"
+            config["limits"] = {"max_connections_per_client_ip": 1}
+            settings = parse_config(config)
             observer = Observability(settings, runtime_collectors=False)
             proxy = Proxy(settings, observer)
             await proxy.start()
             try:
                 reader, writer = await asyncio.open_connection("::1", proxy.bootstrap_port)
-                request = MetadataRequest(
-                    topics=None,
-                    allow_auto_topic_creation=False,
-                    include_topic_authorized_operations=False,
-                )
-                writer.write(encode_request_frame(request, 1, "ipv6-client"))
-                size = struct.unpack(">i", await reader.readexactly(4))[0]
-                await reader.readexactly(size)
+                assert len(await metadata_exchange(reader, writer, 1, "ipv6-client")) > 4
                 assert proxy.registry.per_ip == {"::1": 1}
 
                 over_reader, over_writer = await asyncio.open_connection(

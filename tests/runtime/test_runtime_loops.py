@@ -47,19 +47,34 @@ def scripted_broker(seen: list[int]) -> AbstractAsyncContextManager[int]:
     return metadata_broker(lambda port: [(1, ADVERTISED, port)], seen)
 
 
+def config_for(broker_port: int, loop_name: str, tmp_events: str) -> dict[str, Any]:
+    """kproxy in front of the scripted broker, on OS-chosen ports, admin and events off."""
+    return {
+        "cluster": {
+            "bootstrap_servers": [f"127.0.0.1:{broker_port}"],
+            "dial_overrides": {ADVERTISED: "127.0.0.1"},
+        },
+        "listeners": {"bootstrap_port": 0, "broker_port_base": 0},
+        "admin": {"enabled": False},
+        "events": {"enabled": False, "dir": tmp_events},
+        "runtime": {"event_loop": loop_name},
+    }
+
+
 def settings_for(broker_port: int, loop_name: str, tmp_events: str) -> Settings:
-    return parse_config(
-        {
-            "cluster": {
-                "bootstrap_servers": [f"127.0.0.1:{broker_port}"],
-                "dial_overrides": {ADVERTISED: "127.0.0.1"},
-            },
-            "listeners": {"bootstrap_port": 0, "broker_port_base": 0},
-            "admin": {"enabled": False},
-            "events": {"enabled": False, "dir": tmp_events},
-            "runtime": {"event_loop": loop_name},
-        }
+    return parse_config(config_for(broker_port, loop_name, tmp_events))
+
+
+async def metadata_exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, corr: int, client_id: str
+) -> bytes:
+    """One Metadata request on an open connection: the answer's whole frame."""
+    request = MetadataRequest(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
     )
+    writer.write(encode_request_frame(request, corr, client_id))
+    size = struct.unpack(">i", await reader.readexactly(4))[0]
+    return struct.pack(">i", size) + await reader.readexactly(size)
 
 
 async def metadata_round_trip(
@@ -71,12 +86,7 @@ async def metadata_round_trip(
         "127.0.0.1", port, ssl=tls, server_hostname=server_name if tls is not None else None
     )
     try:
-        request = MetadataRequest(
-            topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
-        )
-        writer.write(encode_request_frame(request, corr, "runtime-test"))
-        size = struct.unpack(">i", await reader.readexactly(4))[0]
-        frame = struct.pack(">i", size) + await reader.readexactly(size)
+        frame = await metadata_exchange(reader, writer, corr, "runtime-test")
         got_corr, msg = decode_response_frame(MetadataResponse, frame)
         assert got_corr == corr
         assert isinstance(msg, MetadataResponse)
@@ -133,15 +143,8 @@ def test_garbage_closes_only_its_own_connection(loop_name: str, tmp_path: Any) -
                     "kproxy_frame_errors_total", {"side": "client", "reason": "http_on_kafka_port"}
                 )
                 assert errors == 1
-                request = MetadataRequest(
-                    topics=None,
-                    allow_auto_topic_creation=False,
-                    include_topic_authorized_operations=False,
-                )
-                healthy_writer.write(encode_request_frame(request, 1, "healthy"))
-                size = struct.unpack(">i", await healthy_reader.readexactly(4))[0]
-                assert size > 0
-                await healthy_reader.readexactly(size)
+                frame = await metadata_exchange(healthy_reader, healthy_writer, 1, "healthy")
+                assert len(frame) > 4
                 healthy_writer.close()
             finally:
                 await proxy.stop(0.5)
