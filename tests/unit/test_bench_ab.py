@@ -144,7 +144,9 @@ def test_the_baseline_alone_runs_on_the_interpreter_asked_for(
     started: list[tuple[str, str]] = []
 
     class StartedPeer:
-        def __init__(self, name: str, *_: object, python: str = sys.executable, **__: object):
+        def __init__(
+            self, name: str, *_: object, python: str = sys.executable, **__: object
+        ) -> None:
             started.append((name, python))
 
         def start(self) -> StartedPeer:
