@@ -147,7 +147,7 @@ async def _demo(
         print(f"kproxy demo: {brokers}-broker cluster (advertised as broker-N.demo.invalid)")
         print(f"kproxy demo: bootstrap address {bootstrap}")
         if running.admin is not None:
-            admin = f"http://127.0.0.1:{running.admin.port}"
+            admin = running.admin.url
             paths = " ".join(f"{admin}/{p}" for p in ("metrics", "topology", "readyz", "healthz"))
             print(f"kproxy demo: admin {paths}")
         print(
