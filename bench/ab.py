@@ -287,6 +287,8 @@ def main_ab(args: argparse.Namespace) -> int:
     if args.baseline_python != sys.executable and (not args.baseline or args.compile_baseline):
         # The build is made by, and for, the interpreter running the harness.
         raise SystemExit("--baseline-python needs --baseline REV, and no --compile-baseline")
+    if shutil.which(args.baseline_python) is None:
+        raise SystemExit(f"--baseline-python {args.baseline_python}: no such interpreter")
     with checkout(args.baseline) as baseline:
         if baseline is not None and args.compile_baseline:
             compile_in_place(baseline)

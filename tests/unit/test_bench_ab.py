@@ -6,6 +6,7 @@ CPU per request in microseconds; and the loop the tree's and the baseline's kpro
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,15 @@ def test_another_interpreter_needs_an_uncompiled_baseline(flags: list[str], tmp_
     add_arguments(parser)
     with pytest.raises(SystemExit, match="--baseline-python needs --baseline REV"):
         main_ab(parser.parse_args(["latency", "--out", str(tmp_path), *flags]))
+
+
+def test_an_interpreter_that_is_not_there_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    missing = str(tmp_path / "python3.12")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = ["latency", "--out", str(tmp_path), "--baseline", "HEAD", "--baseline-python", missing]
+    refusal = re.escape(f"--baseline-python {missing}: no such interpreter")
+    with pytest.raises(SystemExit, match=refusal):
+        main_ab(parser.parse_args(args))
