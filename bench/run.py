@@ -88,6 +88,11 @@ class Metric:
     higher_is_better: bool
 
 
+# librdkafka asks for at most this much per Fetch (its message.max.bytes must not be
+# larger than fetch.max.bytes): each response stays well below the 64 KiB after which
+# kproxy streams a response, so it is gathered whole and its walk decided by the scan.
+SMALL_FETCHES = {"fetch.max.bytes": 8192, "max.partition.fetch.bytes": 8192,
+                 "message.max.bytes": 8192}  # fmt: skip
 THROUGHPUT = (
     Metric("msg_per_s", "msg/s", "msg/s", True),
     Metric("mb_per_s", "MB/s", "MB/s", True),
@@ -160,6 +165,11 @@ def workloads(quick: bool, scale: float = 1.0) -> list[Workload]:
         Workload("kafka-consume-1KiB", "Consume 1 KiB messages from the start (Apache Kafka)",
                  "kafka", "consume", cf, {"size": KIB, "count": n(150_000, 20_000)}, THROUGHPUT,
                  "throughput"),
+        Workload("kafka-consume-small-fetches", "Consume 1 KiB messages in batches of 4 KiB, "
+                 "at most 8 KiB per Fetch response (gathered whole, as a consumer at the end "
+                 "of its partitions gets them; Apache Kafka)", "kafka", "consume", cf,
+                 {"size": KIB, "count": n(40_000, 8_000), "client_config": SMALL_FETCHES,
+                  "fill_config": {"batch.size": 4 * KIB}}, THROUGHPUT, "throughput"),
         Workload("kafka-perf-produce-1KiB", "kafka-producer-perf-test, 1 KiB, acks=all (Apache "
                  "Kafka)", "kafka", "perf-produce", jp,
                  {"size": KIB, "count": n(150_000, 20_000)}, THROUGHPUT, "throughput"),
@@ -526,7 +536,8 @@ class Harness:
                     for side in up.sides():
                         up.create_topic(shared_topic, 1, side)
                         prefill(up.fill_bootstrap(side), shared_topic, wl.params["count"],
-                                wl.params["size"])  # fmt: skip
+                                wl.params["size"],
+                                client_config=wl.params.get("fill_config"))  # fmt: skip
                         if persistent:
                             break  # one broker behind both sides
             except Exception as exc:
@@ -681,7 +692,8 @@ class Harness:
                               count=p["count"], acks=p["acks"], partition=0)  # fmt: skip
         if wl.kind == "consume":
             return _generator("consume", bootstrap, topic, timeout, count=p["count"],
-                              timeout=timeout - 10)  # fmt: skip
+                              timeout=timeout - 10,
+                              client_config=json.dumps(p.get("client_config", {})))  # fmt: skip
         if wl.kind == "latency":
             return _generator("latency", bootstrap, topic, timeout, size=p["size"],
                               count=p["count"], acks=p["acks"], partition=0, warmup=50)  # fmt: skip

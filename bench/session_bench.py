@@ -154,6 +154,8 @@ PIPELINED = 3
 # 256 KB; the Java perf consumer's averaged about 100 KB here).
 FETCH_RECORD_BYTES = 1_000_000
 FETCH_READS = 10
+# A consumer at the end of its partitions: a few small batches in each response.
+SMALL_FETCH_RECORDS = (1500, 700, 300)
 
 
 def runtime_pair(
@@ -176,16 +178,21 @@ def runtime_pair(
     return run
 
 
-def runtime_fetch(events_dir: Path) -> Callable[[], object]:
-    """A Fetch v17 request and its response of 1 MB of records (one partition), the
-    response in ``FETCH_READS`` reads: streamed, as a consumer's Fetch responses are."""
+def runtime_fetch(
+    events_dir: Path, records: tuple[int, ...] = (FETCH_RECORD_BYTES,), reads: int = FETCH_READS
+) -> Callable[[], object]:
+    """A Fetch v17 request and its response with these record bytes per partition, the
+    response in `reads` reads: by default 1 MB of records in one partition in
+    ``FETCH_READS`` reads, streamed, as a catching-up consumer's Fetch responses are;
+    with ``SMALL_FETCH_RECORDS`` in one read, gathered whole, as a consumer at the end
+    of its partitions gets them."""
     from tests.kio_support import encode_response_frame, fetch_v17_request
     from tests.session.test_session_streaming import fetch_response
 
     client, upstream = _runtime_connection(events_dir)
     request = fetch_v17_request(7, uuid.UUID(int=7), "consumer")
-    response = encode_response_frame(fetch_response(17, [b"r" * FETCH_RECORD_BYTES]), 7)
-    pieces = _cut(response, FETCH_READS)
+    response = encode_response_frame(fetch_response(17, [b"r" * n for n in records]), 7)
+    pieces = _cut(response, reads)
 
     def run() -> object:
         client.data_received(request)
@@ -245,6 +252,7 @@ def _pair_builders(events: Path) -> dict[str, Callable[[], Callable[[], object]]
         "runtime-large": lambda: runtime_pair(events, LARGE_RECORD_BYTES, LARGE_READS),
         "runtime-pipelined": lambda: runtime_pair(events, pipelined=PIPELINED),
         "runtime-fetch": lambda: runtime_fetch(events),
+        "runtime-fetch-small": lambda: runtime_fetch(events, SMALL_FETCH_RECORDS, 1),
         "session": session_pair,
         "general": lambda: session_pair(lane=False),
         "least": lambda: least_pair(*produce_pair()),
@@ -267,6 +275,7 @@ def measure(repeat: int) -> dict[str, object]:
         "runtime_large_us_per_pair": us["runtime-large"],
         "runtime_pipelined_us_per_pair": us["runtime-pipelined"],
         "runtime_fetch_us_per_pair": us["runtime-fetch"],
+        "runtime_fetch_small_us_per_pair": us["runtime-fetch-small"],
         "least_us_per_pair": us["least"],
         "compiled": not str(module.__file__).endswith(".py"),
     }
@@ -341,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             "runtime-large",
             "runtime-pipelined",
             "runtime-fetch",
+            "runtime-fetch-small",
             "least",
         ):
             print(f"{which}: {instructions_per_pair(which):,} instructions per pair")
@@ -370,6 +380,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  a Fetch v17 request and its {FETCH_RECORD_BYTES // 1000} KB response in "
         f"{FETCH_READS} reads (streamed): {here['runtime_fetch_us_per_pair']:.2f} us ({kind})"
+    )
+    print(
+        f"  a Fetch v17 request and its response of {len(SMALL_FETCH_RECORDS)} partitions, "
+        f"{sum(SMALL_FETCH_RECORDS)} B of records, in one read (gathered): "
+        f"{here['runtime_fetch_small_us_per_pair']:.2f} us ({kind})"
     )
     print(
         "the least Python a pair needs (bench/least_pair.py, a yardstick, not kproxy): "

@@ -17,6 +17,7 @@ addresses itself.
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 import threading
@@ -102,11 +103,19 @@ def _env() -> dict[str, str]:
     return env
 
 
-def prefill(bootstrap: str, topic: str, count: int, size: int, timeout: float = 600) -> None:
-    """Write ``count`` messages of ``size`` bytes to ``topic`` (partition 0), not timed."""
+def prefill(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    size: int,
+    timeout: float = 600,
+    client_config: dict[str, Any] | None = None,
+) -> None:
+    """Write ``count`` messages of ``size`` bytes to ``topic`` (partition 0), not timed,
+    by a producer with these further librdkafka settings."""
     argv = [sys.executable, "-m", "bench.workloads", "produce", "--bootstrap", bootstrap,
             "--topic", topic, "--size", str(size), "--count", str(count), "--partition", "0",
-            "--warmup", "0"]  # fmt: skip
+            "--warmup", "0", "--client-config", json.dumps(client_config or {})]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(),
                           cwd=REPO, check=False)  # fmt: skip
     if proc.returncode != 0:

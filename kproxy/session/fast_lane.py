@@ -28,6 +28,7 @@ from typing import Final
 from kproxy.protocol.apis import (
     API_VERSIONS,
     APIS,
+    FETCH,
     PRODUCE,
     SASL_HANDSHAKE,
     WALKED_REQUESTS,
@@ -35,6 +36,7 @@ from kproxy.protocol.apis import (
 )
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import ProtocolError
+from kproxy.protocol.fetch_scan import fetch_response_is_plain
 from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.primitives import int16_at, int32_at
 from kproxy.protocol.produce_scan import produce_response_is_plain
@@ -63,6 +65,9 @@ def _lane_requests() -> dict[int, tuple[int, int]]:
 
 
 _LANE_REQUESTS: Final = _lane_requests()
+# The walked responses with a scan that tells, exactly and cheaply, that a response has
+# nothing to act on (no error, no KIP-951 leader hint or endpoints): its walk is skipped.
+SCANNED_RESPONSES: Final = frozenset((PRODUCE, FETCH))
 
 
 class FastLane:
@@ -165,16 +170,17 @@ class FastLane:
             return -1  # path says so
         return key
 
-    def _plain_produce(
-        self, frame: bytes | memoryview, body: int, stop: int, req: InFlight
-    ) -> bool:
-        """No error, no leader hint, no client awaiting a success in the response body
-        from `body` to `stop` of `frame`: nothing to walk (the general path's test too).
-        A memoryview is copied for the scan, and only once the awaits test has passed."""
+    def _plain(self, frame: bytes | memoryview, body: int, stop: int, req: InFlight) -> bool:
+        """No error, no leader hint, no client awaiting a success in the Produce or Fetch
+        response body from `body` to `stop` of `frame`: nothing to walk (the general
+        path's test too). A memoryview is copied for the scan, and only once the awaits
+        test has passed."""
         if self._walks_plain(req):
             return False
         buf = frame if isinstance(frame, bytes) else bytes(frame)
-        return produce_response_is_plain(buf, body, stop, req.version)
+        if req.api_key == PRODUCE:
+            return produce_response_is_plain(buf, body, stop, req.version)
+        return fetch_response_is_plain(buf, body, stop, req.version)
 
     def _walks_plain(self, req: InFlight) -> bool:
         """Whether a plain response to `req` (no error, no leader hint) is walked all the
@@ -241,13 +247,13 @@ class FastLane:
             return None
         key = req.api_key
         if key in WALKED_RESPONSES:
-            if key != PRODUCE:
+            if key not in SCANNED_RESPONSES:
                 return None
             body = start + 8 if req.header_version == 0 else start + 9
             # Header v1: a tagged-field count, which must be 0 (no field).
             if body == start + 9 and (stop < body or data[start + 8] != 0):
                 return None
-            if not self._plain_produce(data, body, stop, req):
+            if not self._plain(data, body, stop, req):
                 return None
         elif key == API_VERSIONS:
             return None

@@ -18,7 +18,6 @@ from typing import Final
 from kproxy.protocol.apis import (
     API_VERSIONS,
     CLIENT_LISTENER_RESPONSES,
-    PRODUCE,
     QUORUM_RESPONSES,
     WALKED_REQUESTS,
     WALKED_RESPONSES,
@@ -38,7 +37,7 @@ from kproxy.protocol.walker import (
     walk,
 )
 from kproxy.session.admission import CLIENT_REFUSED_APIS, admit, api_versions_fallback, refuse
-from kproxy.session.fast_lane import FastLane
+from kproxy.session.fast_lane import SCANNED_RESPONSES, FastLane
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.policy import ApiPolicy
@@ -306,10 +305,10 @@ class ProxySession(FastLane):
         if key in WALKED_RESPONSES:
             _, body = parse_response_header(frame, req.header_version)
             # Scanned in the read itself when it came alone (the frame starts 4 bytes in).
-            plain = key == PRODUCE and (
-                self._plain_produce(frame, body, len(frame), req)
+            plain = key in SCANNED_RESPONSES and (
+                self._plain(frame, body, len(frame), req)
                 if whole is None
-                else self._plain_produce(whole, 4 + body, len(whole), req)
+                else self._plain(whole, 4 + body, len(whole), req)
             )
             if not plain:
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)

@@ -14,6 +14,7 @@ then given that read cut so, each frame it took alone and the rest in one read.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import itertools
 import struct
@@ -41,6 +42,7 @@ from tests.session.test_session_playbook import (
     produce_response,
     request_with,
 )
+from tests.session.test_session_streaming import RECORDS as FETCH_RECORDS
 from tests.session.test_session_streaming import fetch_request, fetch_response
 
 HEARTBEAT = 12
@@ -84,8 +86,25 @@ def client_piece(kind: int, corr: int) -> bytes:
         lambda: heartbeat_request(corr, client_id="apq"),
         lambda: heartbeat_request(corr, client_id=""),
         lambda: heartbeat_request(corr, client_id="\u00e4pp"),
+        lambda: fetch_request(17, corr),  # flexible, TopicIds, NodeEndpoints (KIP-951)
+        lambda: fetch_request(11, corr),  # before flexible versions
     ]
     return pieces[kind % len(pieces)]()
+
+
+def fetch(corr: int, version: int, how: str) -> bytes:
+    """A Fetch response below the streaming threshold, gathered and read whole: plain,
+    with a partition's error, or (v12+) a partition moved (CurrentLeader, and from v16
+    NodeEndpoints)."""
+    moved = how == "moved"
+    endpoints = tuple(BROKERS) if moved and version >= 16 else ()
+    msg = fetch_response(version, FETCH_RECORDS, 2 if moved else None, endpoints)
+    if how == "error":
+        topic = msg.responses[0]
+        failed = dataclasses.replace(topic.partitions[0], error_code=ErrorCode.offset_out_of_range)
+        topic = dataclasses.replace(topic, partitions=(failed, *topic.partitions[1:]))
+        msg = dataclasses.replace(msg, responses=(topic,))
+    return encode_response_frame(msg, corr)
 
 
 def upstream_piece(kind: int, corr: int) -> bytes:
@@ -98,6 +117,11 @@ def upstream_piece(kind: int, corr: int) -> bytes:
         lambda: struct.pack(">ii", 4, corr),  # a correlation id and nothing more
         lambda: struct.pack(">iib", 5, corr, 1),  # a tagged-field count with no field
         lambda: struct.pack(">i", 2) + b"\x00\x00",  # shorter than a correlation id
+        lambda: fetch(corr, 17, "plain"),
+        lambda: fetch(corr, 17, "error"),
+        lambda: fetch(corr, 17, "moved"),
+        lambda: fetch(corr, 11, "plain"),
+        lambda: fetch(corr, 11, "error"),
     ]
     return pieces[kind % len(pieces)]()
 
@@ -276,8 +300,8 @@ def reads_of(pieces: list[bytes], cut: int, mode: int) -> list[bytes]:
 
 # A client request kind -> the upstream kinds that answer it (for a round trip).
 ANSWERS = {0: (0, 1, 2), 1: (0, 1, 2), 3: (3,), 4: (3,), 5: (3,), 6: (3,), 8: (4,)}
-ANSWERS |= {13: (3,), 14: (3,), 15: (3,)}
-PIECES = st.lists(st.tuples(st.integers(0, 15), st.integers(1, 5)), min_size=1, max_size=3)
+ANSWERS |= {13: (3,), 14: (3,), 15: (3,), 16: (8, 9, 10), 17: (11, 12)}
+PIECES = st.lists(st.tuples(st.integers(0, 17), st.integers(1, 5)), min_size=1, max_size=3)
 ROUND_TRIP = st.tuples(st.just("round trip"), st.sampled_from(sorted(ANSWERS)), st.integers(0, 2))
 # Round trips pipelined: the requests in one read, then their answers in one read.
 PIPELINED = st.tuples(
@@ -404,6 +428,9 @@ def test_the_lane_takes_the_commonest_reads() -> None:
     assert pair(driven, produce_request(1, acks=1), produce_response(1)) == 2
     assert pair(driven, heartbeat_request(2), heartbeat_response(2)) == 2
     assert pair(driven, heartbeat_request(3, client_id=None), heartbeat_response(3)) == 2
+    # A small Fetch response with nothing to act on, flexible or not.
+    for corr, version in ((4, 17), (5, 11)):
+        assert pair(driven, fetch_request(version, corr), fetch(corr, version, "plain")) == 2
     assert len(driven.session.inflight) == 0
 
 
@@ -431,16 +458,21 @@ def test_the_lane_leaves_what_the_general_path_must_decide() -> None:
     redirect = produce_redirect(4, 2, "broker-2.invalid", 9092)
     assert pair(driven, produce_request(4, acks=1), redirect) == 1
     assert driven.taken == 3
+    # So is a Fetch response with an error or (KIP-951) a partition moved.
+    for corr, version, how in ((5, 17, "error"), (6, 17, "moved"), (7, 11, "error")):
+        assert pair(driven, fetch_request(version, corr), fetch(corr, version, how)) == 1
+    assert driven.taken == 6
     # One frame in two reads.
-    driven.client(heartbeat_request(5), 1.0)
-    driven.upstream(heartbeat_response(5)[:7], 1.0)
-    assert driven.taken == 4
+    driven.client(heartbeat_request(8), 1.0)
+    driven.upstream(heartbeat_response(8)[:7], 1.0)
+    assert driven.taken == 7
 
 
 def test_the_lane_leaves_a_client_awaiting_a_success_to_the_walk() -> None:
     driven = Driven(True, 100, frozenset(), awaits=True)
     pair(driven, heartbeat_request(100), heartbeat_response(100))
     assert pair(driven, produce_request(1, acks=1), produce_response(1)) == 1
+    assert pair(driven, fetch_request(17, 2), fetch(2, 17, "plain")) == 1
 
 
 def test_the_lane_leaves_a_denied_api_and_the_last_in_flight_slot() -> None:

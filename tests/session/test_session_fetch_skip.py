@@ -1,7 +1,9 @@
-"""A plain streamed Fetch response (every ErrorCode 0, no KIP-951 `CurrentLeader`, no
-`NodeEndpoints`) is forwarded without a walk of its skeleton, unless its client waits
-for a success to end a redirect's recovery (`kproxy.session.streaming`); anything else
-is walked as before. Messages by kio, split anywhere."""
+"""A plain Fetch response (every partition's ErrorCode 0, no KIP-951 `CurrentLeader`, no
+`NodeEndpoints`) is forwarded without a walk, unless its client waits for a success to
+end a redirect's recovery: a streamed one's skeleton is not walked
+(`kproxy.session.streaming`), and a small one, gathered whole, is not walked either
+(`kproxy.protocol.fetch_scan`). Anything else is walked as before. Messages by kio,
+split anywhere."""
 
 from __future__ import annotations
 
@@ -42,13 +44,28 @@ from tests.session.test_session_streaming import (
 )
 
 STREAM_AFTER = 8
+GATHER_ALL = 1 << 30  # a threshold no test frame reaches: every response gathered whole
 
 
-def streamed(version: int, frame: bytes, cuts: list[int], waiting: set[str]) -> tuple[bytes, Any]:
+def streamed(
+    version: int,
+    frame: bytes,
+    cuts: list[int],
+    waiting: set[str],
+    stream_after: int = STREAM_AFTER,
+) -> tuple[bytes, Any]:
     """The frame through a session that asks whether its client ("app") awaits a
     success, cut at `cuts`: (bytes out, the last step)."""
-    sent, step = through(version, frame, cuts, STREAM_AFTER, lambda c: c in waiting)
+    sent, step = through(version, frame, cuts, stream_after, lambda c: c in waiting)
     return b"".join(sent), step
+
+
+def gathered(version: int, frame: bytes, waiting: set[str], cuts: list[int] | None = None) -> Any:
+    """The frame gathered whole (one read, or cut at `cuts`): the last step."""
+    out, step = streamed(version, frame, cuts or [], waiting, GATHER_ALL)
+    assert out == frame
+    assert step.streamed == []
+    return step
 
 
 # ----------------------------------------------------------------------------- the plans
@@ -84,6 +101,36 @@ def test_a_plain_streamed_fetch_response_is_not_walked(version: int) -> None:
     assert seen.leaders is None  # not walked: nothing in it for the leader table
 
 
+@pytest.mark.parametrize("cuts", [None, [9], [50, 700]])
+@pytest.mark.parametrize("version", KIO_FETCH)
+def test_a_plain_gathered_fetch_response_is_not_walked(version: int, cuts: list[int]) -> None:
+    frame = encode_response_frame(fetch_response(version, RECORDS), 5)
+    (seen,) = gathered(version, frame, set(), cuts).responses
+    assert seen.leaders is None
+
+
+@pytest.mark.parametrize("version", KIO_FETCH)
+def test_a_gathered_response_is_walked_for_a_client_awaiting_a_success(version: int) -> None:
+    frame = encode_response_frame(fetch_response(version, RECORDS), 5)
+    (seen,) = gathered(version, frame, {"app"}).responses
+    assert [(o.partition, o.error_code) for o in seen.leaders or []] == [(0, 0), (1, 0)]
+
+
+@pytest.mark.parametrize("version", [v for v in KIO_FETCH if v >= 12])
+def test_a_gathered_leader_hint_is_walked_and_its_endpoints_rewritten(version: int) -> None:
+    endpoints = ((2, "b-2.inval", 9092),) if version >= 16 else ()
+    msg = fetch_response(version, RECORDS, moved_to=2, endpoints=endpoints)
+    out, last = streamed(version, encode_response_frame(msg, 5), [], set(), GATHER_ALL)
+    assert b"b-2.inval" not in out
+    (seen,) = last.responses
+    assert [(o.partition, o.leader_id) for o in seen.leaders or []] == [
+        (0, None),
+        (1, None),
+        (2, 2),
+    ]
+    assert seen.rewritten == (1 if version >= 16 else 0)
+
+
 @pytest.mark.parametrize("version", KIO_FETCH)
 def test_a_client_awaiting_a_success_has_it_walked(version: int) -> None:
     frame = encode_response_frame(fetch_response(version, RECORDS), 5)
@@ -105,6 +152,8 @@ def test_an_error_is_always_walked(version: int) -> None:
     out, last = streamed(version, frame, [100], waiting=set())
     assert out == frame
     (seen,) = last.responses
+    assert [(o.partition, o.error_code) for o in seen.leaders or []] == [(0, 0), (1, 1)]
+    (seen,) = gathered(version, frame, set()).responses
     assert [(o.partition, o.error_code) for o in seen.leaders or []] == [(0, 0), (1, 1)]
 
 
@@ -130,12 +179,14 @@ def test_a_leader_hint_without_an_error_is_walked(version: int) -> None:
     hint = dataclasses.replace(first.current_leader, leader_id=3, leader_epoch=9)
     hinted = (dataclasses.replace(first, current_leader=hint), *topic.partitions[1:])
     msg = dataclasses.replace(msg, responses=(dataclasses.replace(topic, partitions=hinted),))
-    _, last = streamed(version, encode_response_frame(msg, 5), [100], waiting=set())
-    (seen,) = last.responses
-    assert [(o.partition, o.error_code, o.leader_id) for o in seen.leaders or []] == [
-        (0, 0, 3),
-        (1, 0, None),
-    ]
+    frame = encode_response_frame(msg, 5)
+    _, last = streamed(version, frame, [100], waiting=set())
+    for step in (last, gathered(version, frame, set())):
+        (seen,) = step.responses
+        assert [(o.partition, o.error_code, o.leader_id) for o in seen.leaders or []] == [
+            (0, 0, 3),
+            (1, 0, None),
+        ]
 
 
 @pytest.mark.parametrize("version", [v for v in KIO_FETCH if v >= 16])
@@ -144,6 +195,10 @@ def test_node_endpoints_alone_are_walked_and_rewritten(version: int) -> None:
     out, last = streamed(version, encode_response_frame(msg, 5), [100], waiting=set())
     assert b"b-2.inval" not in out
     assert last.streamed == [(FETCH, "rewritten")]
+    (seen,) = last.responses
+    assert seen.rewritten == 1
+    out, last = streamed(version, encode_response_frame(msg, 5), [], set(), GATHER_ALL)
+    assert b"b-2.inval" not in out
     (seen,) = last.responses
     assert seen.rewritten == 1
 
@@ -158,11 +213,12 @@ def test_too_many_tagged_fields_are_refused_walked_or_not(version: int, waiting:
     assert frame.endswith(b"\x00\x00\x00")
     body = frame[4:-3] + bytes([65]) + b"".join(bytes([tag, 0]) for tag in range(10, 75))
     frame = len(body + b"\x00\x00").to_bytes(4, "big") + body + b"\x00\x00"
-    s, _ = streaming_session(STREAM_AFTER, awaits_success=lambda c: c in waiting)
-    client(s, fetch_request(version, 5))
-    assert s.upstream_bytes(frame[:100], LATER).close is None
-    step = s.upstream_bytes(frame[100:], LATER)
-    assert step.close is not None and step.close.reason == "too_many_tagged_fields"
+    for stream_after in (STREAM_AFTER, GATHER_ALL):
+        s, _ = streaming_session(stream_after, awaits_success=lambda c: c in waiting)
+        client(s, fetch_request(version, 5))
+        assert s.upstream_bytes(frame[:100], LATER).close is None
+        step = s.upstream_bytes(frame[100:], LATER)
+        assert step.close is not None and step.close.reason == "too_many_tagged_fields"
 
 
 # ------------------------------------------------------------------------------ property
@@ -205,22 +261,23 @@ def test_the_walk_is_skipped_exactly_when_it_would_tell_nothing(data: st.DataObj
     calm = data.draw(st.tuples(st.booleans(), st.booleans(), st.booleans()), label="calmed")
     msg = _calmed(msg, *calm)
     frame = encode_response_frame(msg, 5)
-    # The first read holds enough for the response to be streamed.
+    # Streamed (the first read holds enough for it to be), or gathered whole from any
+    # reads: the skim decides in the one, the scan (kproxy.protocol.fetch_scan) in the
+    # other.
+    stream_after = data.draw(st.sampled_from([STREAM_AFTER, GATHER_ALL]), label="threshold")
     first = data.draw(st.integers(min(STREAM_AFTER + 4, len(frame) - 1), len(frame) - 1))
     later = data.draw(st.lists(st.integers(first, len(frame) - 1), max_size=3), label="cuts")
     cuts = sorted({first, *later})
-    out, skipping = streamed(version, frame, cuts, waiting=set())
-    walked_out, walking = through(version, frame, cuts, stream_after=STREAM_AFTER)
+    out, skipping = streamed(version, frame, cuts, set(), stream_after)
+    walked_out, walking = through(version, frame, cuts, stream_after=stream_after)
     assert out == b"".join(walked_out)  # the bytes are the same either way
+    assert bool(skipping.streamed) == (stream_after == STREAM_AFTER)
     (seen,), (walked,) = skipping.responses, walking.responses
     assert walked.leaders is not None
-    if not skipping.streamed:  # arrived whole in the first read: gathered and walked
-        assert seen.leaders == walked.leaders
-        return
     tells_nothing = _tells_nothing(walked.leaders, msg)
     assert (seen.leaders is None) == tells_nothing
     if seen.leaders is not None:
         assert seen.leaders == walked.leaders
     # ... and a client awaiting a success always has it walked
-    _, awaiting = streamed(version, frame, cuts, waiting={"app"})
+    _, awaiting = streamed(version, frame, cuts, {"app"}, stream_after)
     assert awaiting.responses[0].leaders == walked.leaders
