@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kproxy.hostport import format_host_port
+
 
 class TaggedSpan(NamedTuple):
     """A tagged field that encloses an endpoint: its size varint and its value."""
@@ -87,7 +89,7 @@ class Endpoint:
 
     def __repr__(self) -> str:
         who = f"node {self.node_id}" if self.node_id is not None else f"listener {self.listener}"
-        return f"Endpoint({self.path or '<top>'}: {who} {self.host}:{self.port})"
+        return f"Endpoint({self.path or '<top>'}: {who} {format_host_port(self.host, self.port)})"
 
 
 class LeaderObservation(NamedTuple):

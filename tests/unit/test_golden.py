@@ -694,3 +694,16 @@ def _snake(path: str) -> str:
     from tests.property.test_walker_kio import kio_path
 
     return kio_path(path)
+
+
+def test_an_endpoint_writes_an_ipv6_host_in_brackets() -> None:
+    # `::1:9092` would read as one longer address (kproxy.hostport.format_host_port).
+    from tests.session.test_session_playbook import metadata_response
+
+    frame = memoryview(metadata_response(1, [(1, "::1", 9092), (2, "b-2.invalid", 9093)]))[4:]
+    _, body = parse_response_header(frame, 1)
+    found = walk(frame, body, 3, 12, False)
+    assert [repr(e).rsplit(" ", 1)[1] for e in found.endpoints] == [
+        "[::1]:9092)",
+        "b-2.invalid:9093)",
+    ]
