@@ -17,7 +17,9 @@ The scan reads ``bytes``, each field a byte at a time, as
 body, to its last byte, and found that shape, within the walker's bound on tagged
 fields; anything else (an error, a hint, a size that does not add up, a version it does
 not know) is False, and the walker then reads the response as always, malformed ones
-included. The tests hold it to that against kio (tests/property/test_fetch_scan.py).
+included. Like the skim, it does not check what only the walk reads: a topic name that
+is not UTF-8 passes (to a client, unchanged) where the walk would refuse it. The tests
+hold it to that against kio and changed bytes (tests/property/test_fetch_scan.py).
 
 Fetch response layout (versions 4-18; flexible from 12):
 ``ThrottleTimeMs i32, ErrorCode i16 (v7+), SessionId i32 (v7+), Responses: [Topic

@@ -10,6 +10,9 @@ kio, and:
   besides (aborted transactions, a `DivergingEpoch`, records or none);
 * the same message made plain is "plain", and with exactly one thing added (an error, a
   `CurrentLeader`, a `NodeEndpoint`) it is not, nor is it cut short or lengthened;
+* bytes changed anywhere in a plain response never make the scan skip what the walker
+  would act on or refuse, but for a topic name that is not UTF-8, which only the walk
+  reads (as for a streamed response's skim);
 * counts and lengths no body could hold are answered at once, not looped over.
 """
 
@@ -24,6 +27,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.fetch_scan import fetch_response_is_plain
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.walker import walk
@@ -112,6 +116,28 @@ def test_the_scan_is_exact_against_kio(version: int, data: st.DataObject) -> Non
     if calm.responses and calm.responses[0].partitions:
         for what, spoiled in spoilers(calm):
             assert not scan(spoiled, version)[0], what
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@given(
+    changes=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    cut=st.integers(-3, 3),
+)
+def test_changed_bytes_never_skip_what_the_walk_would_act_on(
+    version: int, changes: list[tuple[int, int]], cut: int
+) -> None:
+    msg = fetch_response(version, [b"r" * 30, b"s" * 20])
+    _, frame, body = scan(msg, version)
+    changed = bytearray(frame[:cut] if cut < 0 else frame + b"\x00" * cut)
+    for at, value in changes:
+        changed[body + at % (len(changed) - body)] = value
+    data = bytes(changed)
+    if not fetch_response_is_plain(data, body, len(data), version):
+        return
+    try:
+        assert tells_nothing(data, body, version)
+    except MalformedMessage as exc:
+        assert isinstance(exc.__cause__, UnicodeDecodeError), exc
 
 
 @pytest.mark.parametrize("version", VERSIONS)
