@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Final
 
 from kproxy.protocol.errors import MalformedMessage
-from kproxy.protocol.primitives import read_uvarint
+from kproxy.protocol.scan_fields import count_at, length_at, past_topic, uvarint_at
 from kproxy.protocol.walker import MAX_TAGGED_FIELDS
 
 FIRST_VERSION: Final = 4
@@ -68,21 +68,17 @@ def _scan(buf: bytes, pos: int, stop: int, version: int) -> int:
     pos += 10 if version >= 7 else 4  # ThrottleTimeMs, ErrorCode, SessionId
     # Index, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset (v5+)
     fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
-    topics, pos = _count(buf, pos, flexible, False)
+    topics, pos = count_at(buf, pos, flexible)
     for _ in range(topics):
-        if version >= 13:
-            pos += 16  # TopicId
-        else:
-            size, pos = _length(buf, pos, flexible, True)
-            if size < 0:
-                return -1  # a null name (never valid): let the walker say so
-            pos += size
-        partitions, pos = _count(buf, pos, flexible, False)
+        pos = past_topic(buf, pos, flexible, version >= 13)  # TopicId from v13
+        if pos < 0:
+            return -1
+        partitions, pos = count_at(buf, pos, flexible)
         for _ in range(partitions):
             if buf[pos + 4] or buf[pos + 5]:
                 return -1  # an error (ErrorCode, after the partition's Index)
             pos += fixed
-            aborted, pos = _count(buf, pos, flexible, True)
+            aborted, pos = count_at(buf, pos, flexible, True)
             if not flexible:
                 pos += 16 * aborted  # ProducerId, FirstOffset
             for _ in range(aborted if flexible else 0):
@@ -91,7 +87,7 @@ def _scan(buf: bytes, pos: int, stop: int, version: int) -> int:
                     return -1
             if version >= 11:
                 pos += 4  # PreferredReadReplica
-            size, pos = _length(buf, pos, flexible, False)
+            size, pos = length_at(buf, pos, flexible, False)
             if size > 0:
                 pos += size  # Records: passed over
             if flexible:
@@ -109,59 +105,18 @@ def _scan(buf: bytes, pos: int, stop: int, version: int) -> int:
     return pos
 
 
-def _count(buf: bytes, pos: int, flexible: bool, nullable: bool) -> tuple[int, int]:
-    """An array's element count (0 for a null one where null is allowed)."""
-    if flexible:
-        count = buf[pos]
-        if count < 0x80:  # a one-byte varint: every count below 127
-            pos += 1
-        else:
-            count, pos = read_uvarint(buf, pos)
-        if count == 0 and not nullable:
-            raise MalformedMessage("null array")
-        return max(count - 1, 0), pos
-    count = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
-    if count == 0xFFFFFFFF and nullable:
-        return 0, pos + 4
-    if count >= 0x80000000:
-        raise MalformedMessage("negative array count")
-    return count, pos + 4
-
-
-def _length(buf: bytes, pos: int, flexible: bool, string: bool) -> tuple[int, int]:
-    """A string's (int16 before flexible versions) or byte field's (int32) length, -1
-    for null; a negative length other than null is malformed."""
-    if flexible:
-        size = buf[pos]
-        if size < 0x80:
-            pos += 1
-        else:
-            size, pos = read_uvarint(buf, pos)
-        return size - 1, pos
-    if string:
-        size = buf[pos] << 8 | buf[pos + 1]
-        size, pos = (size - 0x10000 if size >= 0x8000 else size), pos + 2
-    else:
-        size = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
-        size, pos = (size - 0x100000000 if size >= 0x80000000 else size), pos + 4
-    if size < -1:
-        raise MalformedMessage(f"bad length {size}")
-    return size, pos
-
-
 def _tagged(buf: bytes, pos: int, unwanted: int) -> int:
     """Pass over a struct's tagged fields: the position after them, or -1 when one has
     the tag `unwanted` (or there are more than the walker accepts)."""
-    count = buf[pos]
-    if count == 0:  # the commonest case by far: no tagged field
+    if buf[pos] == 0:  # the commonest case by far: no tagged field
         return pos + 1
-    count, pos = read_uvarint(buf, pos)
+    count, pos = uvarint_at(buf, pos)
     if count > MAX_TAGGED_FIELDS:
         return -1
     for _ in range(count):
-        tag, pos = read_uvarint(buf, pos)
+        tag, pos = uvarint_at(buf, pos)
         if tag == unwanted:
             return -1
-        size, pos = read_uvarint(buf, pos)
+        size, pos = uvarint_at(buf, pos)
         pos += size
     return pos

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Final
 
 from kproxy.protocol.errors import MalformedMessage
-from kproxy.protocol.primitives import int16_at, read_uvarint
+from kproxy.protocol.scan_fields import count_at, past_topic
 
 FIRST_VERSION: Final = 3
 LAST_VERSION: Final = 13
@@ -55,25 +55,12 @@ def _scan(buf: bytes, pos: int, version: int) -> int:
     flexible = version >= 9
     # Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset (v5+)
     fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
-    topics, pos = _count(buf, pos, flexible)
+    topics, pos = count_at(buf, pos, flexible)
     for _ in range(topics):
-        if version >= 13:
-            pos += 16  # TopicId
-        else:
-            if flexible:
-                size = buf[pos]
-                if size < 0x80:
-                    pos += 1
-                else:
-                    size, pos = read_uvarint(buf, pos)
-                size -= 1
-            else:
-                size = int16_at(buf, pos)
-                pos += 2
-            if size < 0:
-                return -1  # a null name (never valid): let the walker say so
-            pos += size
-        partitions, pos = _count(buf, pos, flexible)
+        pos = past_topic(buf, pos, flexible, version >= 13)  # TopicId from v13
+        if pos < 0:
+            return -1
+        partitions, pos = count_at(buf, pos, flexible)
         for _ in range(partitions):
             if buf[pos + 4] or buf[pos + 5]:
                 return -1  # an error (ErrorCode, after the partition's Index)
@@ -102,19 +89,3 @@ def _scan(buf: bytes, pos: int, version: int) -> int:
             return -1  # a top-level tagged field: NodeEndpoints
         pos += 1
     return pos
-
-
-def _count(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
-    if flexible:
-        count = buf[pos]
-        if count < 0x80:  # a one-byte varint: every count below 127
-            pos += 1
-        else:
-            count, pos = read_uvarint(buf, pos)
-        if count == 0:
-            raise MalformedMessage("null array")
-        return count - 1, pos
-    count = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
-    if count >= 0x80000000:
-        raise MalformedMessage("negative array count")
-    return count, pos + 4

@@ -29,20 +29,17 @@ from kio.schema.errors import ErrorCode
 
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.fetch_scan import fetch_response_is_plain
-from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.walker import walk
-from tests.kio_support import encode_response_frame, kio_message_class, message_strategy
+from tests.kio_support import kio_message_class, message_strategy
+from tests.property.scan_support import AFTER, assert_plain_only_whole, scanned, spoilers
 from tests.session.test_session_streaming import fetch_response
 
 FETCH = 1
-AFTER = b"\x00\x00\x00\x01" * 8  # bytes a next frame in the same read could start with
 VERSIONS = [v for v in range(4, 19) if kio_message_class(FETCH, v, "response") is not None]
 
 
 def scan(msg: Any, version: int) -> tuple[bool, bytes, int]:
-    frame = encode_response_frame(msg, 1)[4:]
-    _, body = parse_response_header(memoryview(frame), 1 if version >= 12 else 0)
-    return fetch_response_is_plain(frame, body, len(frame), version), frame, body
+    return scanned(fetch_response_is_plain, msg, version, version >= 12)
 
 
 def tells_nothing(frame: bytes, body: int, version: int) -> bool:
@@ -74,27 +71,6 @@ def plain(msg: Any) -> Any:
     return msg
 
 
-def spoilers(msg: Any) -> list[tuple[str, Any]]:
-    """One thing added to a plain message whose first topic has a partition, each way."""
-    module = sys.modules[type(msg).__module__]
-    topic = msg.responses[0]
-    first = topic.partitions[0]
-
-    def with_first(**changes: Any) -> Any:
-        parts = (dataclasses.replace(first, **changes), *topic.partitions[1:])
-        topics = (dataclasses.replace(topic, partitions=parts), *msg.responses[1:])
-        return dataclasses.replace(msg, responses=topics)
-
-    out = [("error", with_first(error_code=ErrorCode.not_leader_or_follower))]
-    if hasattr(first, "current_leader"):
-        leader = module.LeaderIdAndEpoch(leader_id=2, leader_epoch=5)
-        out.append(("current leader", with_first(current_leader=leader)))
-    if hasattr(msg, "node_endpoints"):
-        endpoint = module.NodeEndpoint(node_id=2, host="b", port=9092, rack=None)
-        out.append(("node endpoints", dataclasses.replace(msg, node_endpoints=(endpoint,))))
-    return out
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 @given(data=st.data())
 def test_the_scan_is_exact_against_kio(version: int, data: st.DataObject) -> None:
@@ -105,16 +81,10 @@ def test_the_scan_is_exact_against_kio(version: int, data: st.DataObject) -> Non
     # Inside a longer read (a next frame's bytes after it), the same answer.
     assert fetch_response_is_plain(frame + AFTER, body, len(frame), version) == said
     calm = plain(msg)
-    said, frame, body = scan(calm, version)
-    assert said, calm
-    # Cut short or lengthened by a byte: not plain (the walker then judges it), cut
-    # short with a next frame's bytes after it too.
-    assert not fetch_response_is_plain(frame[:-1], body, len(frame) - 1, version)
-    assert not fetch_response_is_plain(frame[:-1] + AFTER, body, len(frame) - 1, version)
-    longer = frame + b"\x00"
-    assert not fetch_response_is_plain(longer, body, len(longer), version)
+    _, frame, body = scan(calm, version)
+    assert_plain_only_whole(fetch_response_is_plain, frame, body, version)
     if calm.responses and calm.responses[0].partitions:
-        for what, spoiled in spoilers(calm):
+        for what, spoiled in spoilers(calm, "partitions"):
             assert not scan(spoiled, version)[0], what
 
 
@@ -174,7 +144,7 @@ def test_counts_past_a_one_byte_varint(version: int, count: int) -> None:
     # Compact counts and lengths of 127 or more take two varint bytes.
     msg = fetch_response(version, [b"r" * count] * count)
     assert scan(msg, version)[0]
-    for what, spoiled in spoilers(msg):
+    for what, spoiled in spoilers(msg, "partitions"):
         assert not scan(spoiled, version)[0], what
 
 

@@ -29,16 +29,20 @@ from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.walker import walk
 from tests.kio_support import encode_response_frame, kio_message_class, message_strategy
+from tests.property.scan_support import (
+    AFTER,
+    assert_plain_only_whole,
+    scanned,
+    with_first_partition,
+)
+from tests.property.scan_support import spoilers as scan_spoilers
 
 PRODUCE = 0
-AFTER = b"\x00\x00\x00\x01" * 8  # bytes a next frame in the same read could start with
 VERSIONS = [v for v in range(3, 14) if kio_message_class(PRODUCE, v, "response") is not None]
 
 
 def scan(msg: Any, version: int) -> tuple[bool, bytes, int]:
-    frame = encode_response_frame(msg, 1)[4:]
-    _, body = parse_response_header(memoryview(frame), 1 if version >= 9 else 0)
-    return produce_response_is_plain(frame, body, len(frame), version), frame, body
+    return scanned(produce_response_is_plain, msg, version, version >= 9)
 
 
 def has(obj: Any, name: str) -> bool:
@@ -68,37 +72,21 @@ def plain(msg: Any) -> Any:
 
 
 def spoilers(msg: Any) -> list[tuple[str, Any]]:
-    """One thing added to a plain message with at least one partition, each way."""
+    """One thing added to a plain message with at least one partition, each way: those
+    of every scanned response, and a record error and an error message."""
     module = sys.modules[type(msg).__module__]
-    topic = msg.responses[0]
-    first = topic.partition_responses[0]
-
-    def with_first(**changes: Any) -> Any:
-        parts = (dataclasses.replace(first, **changes), *topic.partition_responses[1:])
-        topics = (dataclasses.replace(topic, partition_responses=parts), *msg.responses[1:])
-        return dataclasses.replace(msg, responses=topics)
-
-    out = [("error", with_first(error_code=ErrorCode.not_leader_or_follower))]
-    if has(first, "record_errors"):
-        out.append(
-            (
-                "record error",
-                with_first(
-                    record_errors=(
-                        module.BatchIndexAndErrorMessage(
-                            batch_index=0, batch_index_error_message=None
-                        ),
-                    )
-                ),
-            )
+    out = scan_spoilers(msg, "partition_responses")
+    if has(msg.responses[0].partition_responses[0], "record_errors"):
+        record_error = module.BatchIndexAndErrorMessage(
+            batch_index=0, batch_index_error_message=None
         )
-        out.append(("error message", with_first(error_message="")))
-    if has(first, "current_leader"):
-        leader = module.LeaderIdAndEpoch(leader_id=2, leader_epoch=5)
-        out.append(("current leader", with_first(current_leader=leader)))
-        endpoint = module.NodeEndpoint(node_id=2, host="b", port=9092, rack=None)
-        out.append(("node endpoints", dataclasses.replace(msg, node_endpoints=(endpoint,))))
+        out.append(("record error", first(msg, record_errors=(record_error,))))
+        out.append(("error message", first(msg, error_message="")))
     return out
+
+
+def first(msg: Any, **changes: Any) -> Any:
+    return with_first_partition(msg, "partition_responses", **changes)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -115,14 +103,8 @@ def test_the_scan_is_exact_against_kio(version: int, data: st.DataObject) -> Non
         assert all(o.error_code == 0 and o.leader_id is None for o in walked.leaders)
         assert not getattr(msg, "node_endpoints", ())
     appended = plain(msg)
-    said, frame, body = scan(appended, version)
-    assert said, appended
-    # Cut short or lengthened by a byte: not plain (the walker then judges it), cut
-    # short with a next frame's bytes after it too.
-    assert not produce_response_is_plain(frame[:-1], body, len(frame) - 1, version)
-    assert not produce_response_is_plain(frame[:-1] + AFTER, body, len(frame) - 1, version)
-    longer = frame + b"\x00"
-    assert not produce_response_is_plain(longer, body, len(longer), version)
+    _, frame, body = scan(appended, version)
+    assert_plain_only_whole(produce_response_is_plain, frame, body, version)
     if any(t.partition_responses for t in appended.responses):
         first = next(i for i, t in enumerate(appended.responses) if t.partition_responses)
         ordered = (appended.responses[first], *appended.responses[:first])
