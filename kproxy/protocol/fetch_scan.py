@@ -50,10 +50,10 @@ def fetch_response_is_plain(buf: bytes, pos: int, stop: int, version: int) -> bo
     """True when the Fetch response body from ``pos`` to ``stop`` of ``buf`` has no
     partition error, no `CurrentLeader` and no top-level tagged field.
 
-    The scan reads each byte before it moves past it, and gives up once it is past
-    ``stop`` (so a count no body could hold costs no more than the body's length), so
-    one that ends exactly at ``stop`` read nothing beyond it (in a read of several
-    frames, the next one)."""
+    The scan reads each byte before it moves past it, so one that ends exactly at
+    ``stop`` read nothing beyond it (in a read of several frames, the next one); and it
+    gives up once it is past ``stop``, so a count no body could hold costs no more than
+    the body's length."""
     if not FIRST_VERSION <= version <= LAST_VERSION:
         return False
     try:

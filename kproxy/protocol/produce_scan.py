@@ -7,10 +7,11 @@ FENCED_LEADER_EPOCH. Such a response carries no address and no leadership, so th
 (a generic interpreter of the message's layout) can be skipped: this scan reads the few
 fields that decide it at their fixed offsets.
 
-The scan reads ``bytes``, each field a byte at a time (a topic's name inline: in pure
-Python a call per field costs the small round trip several percent): indexing ``bytes`` makes no
+The scan reads ``bytes``, each field a byte at a time: indexing ``bytes`` makes no
 object (in the mypyc build no call at all), where a memoryview's item or a struct
-unpack makes a Python int or a tuple per field.
+unpack makes a Python int or a tuple per field. A topic's name is read inline, not by
+a call (`kproxy.protocol.scan_fields.length_at`): in pure Python a call per field cost
+the small produce round trip 9% more instructions.
 
 It answers True only when it has read the whole body, to its last byte, and found
 exactly that shape; anything else (an error, a record error, an error message, any

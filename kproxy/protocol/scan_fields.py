@@ -19,8 +19,8 @@ def uvarint_at(buf: bytes, pos: int) -> tuple[int, int]:
 
 def count_at(buf: bytes, pos: int, flexible: bool, nullable: bool = False) -> tuple[int, int]:
     """An array's element count (compact in flexible versions) and the position after
-    it; a null array counts 0 where null is allowed, and is malformed elsewhere. Every
-    read inline: in pure Python a call costs a small round trip more than this does."""
+    it; a null array counts 0 where null is allowed, and is malformed elsewhere. Its
+    reads are inline, not calls: every response a scan reads has two counts or more."""
     if flexible:
         count = buf[pos]
         if count < 0x80:  # a one-byte varint: every count below 127
