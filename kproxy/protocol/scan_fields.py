@@ -10,7 +10,7 @@ from kproxy.protocol.primitives import int16_at, int32_at, read_uvarint
 
 def uvarint_at(buf: bytes, pos: int) -> tuple[int, int]:
     """An unsigned varint and the position after it: one byte below 128, as every count
-    and length of a small response is, read without a call."""
+    and length of a small response is, read here without `read_uvarint`'s loop."""
     value = buf[pos]
     if value < 0x80:
         return value, pos + 1

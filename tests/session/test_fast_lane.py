@@ -14,7 +14,6 @@ then given that read cut so, each frame it took alone and the rest in one read.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import itertools
 import struct
@@ -32,6 +31,7 @@ from kproxy.session.admission import CLIENT_REFUSED_APIS
 from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
 from tests.kio_support import encode_request_frame, encode_response_frame
+from tests.property.scan_support import with_first_partition
 from tests.session.test_session_playbook import (
     address_map,
     joined,
@@ -100,10 +100,7 @@ def fetch(corr: int, version: int, how: str) -> bytes:
     endpoints = tuple(BROKERS) if moved and version >= 16 else ()
     msg = fetch_response(version, FETCH_RECORDS, 2 if moved else None, endpoints)
     if how == "error":
-        topic = msg.responses[0]
-        failed = dataclasses.replace(topic.partitions[0], error_code=ErrorCode.offset_out_of_range)
-        topic = dataclasses.replace(topic, partitions=(failed, *topic.partitions[1:]))
-        msg = dataclasses.replace(msg, responses=(topic,))
+        msg = with_first_partition(msg, "partitions", error_code=ErrorCode.offset_out_of_range)
     return encode_response_frame(msg, corr)
 
 
