@@ -35,6 +35,11 @@ from bench.stats import ratio_summary, summarize
 
 REPO = Path(__file__).resolve().parents[1]
 KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base")
+PAIRED_HELP = (
+    "every round of a latency, consume or Apache Kafka produce workload, the paths take "
+    "TURNS turns each in one client process, the order rotated every turn (bench.paired; "
+    "without TURNS: 200 for latency, 20 for produce, 10 for consume)"
+)
 SAME_PROCESSES_HELP = (
     "keep one kproxy process per path for every round (default: a fresh one each round)"
 )
@@ -47,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scale", type=float, default=4.0, help="message counts x this (default 4)")
     p.add_argument("--no-haproxy", action="store_true", help="leave haproxy out")
     p.add_argument("--same-processes", action="store_true", help=SAME_PROCESSES_HELP)
+    p.add_argument(
+        "--paired", type=int, nargs="?", const=-1, default=0, metavar="TURNS", help=PAIRED_HELP
+    )
     p.add_argument("--out", type=Path, default=None, help="results.json here (default: a temp dir)")
     p.add_argument("--profile", type=Path, default=None, help="py-spy profiles of kproxy here")
     p.add_argument(
@@ -185,6 +193,15 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
     return _aligned(rows)
 
 
+def stability_lines(results: dict[str, Any]) -> list[str]:
+    """How far each proxy's farthest round strayed from its median ratio to direct
+    (`bench.stability`), for a workload the targets judge: none for another."""
+    from bench.stability import HEADER, stability_rows
+
+    rows = stability_rows(results)
+    return _aligned([list(HEADER), *rows]) if rows else []
+
+
 def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
     """A run with ``--syscalls``: each proxy's syscalls per message moved, by syscall
     (median over the rounds; those below 0.01 per message on every path left out)."""
@@ -289,6 +306,17 @@ def main_ab(args: argparse.Namespace) -> int:
         raise SystemExit("--baseline-python needs --baseline REV, and no --compile-baseline")
     if shutil.which(args.baseline_python) is None:
         raise SystemExit(f"--baseline-python {args.baseline_python}: no such interpreter")
+    paired = ""
+    if args.paired:
+        from bench.paired import TURNS_BY_KIND, pairable
+
+        wl = next(w for w in workloads(quick=False) if w.name == args.workload)
+        why_not = pairable(wl)
+        if why_not is not None:
+            raise SystemExit(f"--paired: {why_not}")
+        paired = f", {args.paired if args.paired > 0 else TURNS_BY_KIND[wl.kind]} turns a path"
+        if args.profile or args.syscalls or args.native_profile:
+            raise SystemExit("--paired records no profiles (the paths share every round)")
     with checkout(args.baseline) as baseline:
         if baseline is not None and args.compile_baseline:
             compile_in_place(baseline)
@@ -308,13 +336,32 @@ def main_ab(args: argparse.Namespace) -> int:
             baseline_python=args.baseline_python,
             fresh_kproxy=not args.same_processes,
         )
-        results = Harness(opts).run()
+        if args.paired:
+            from bench.paired import PairedHarness
+
+            results = PairedHarness(opts, args.paired).run()
+        else:
+            results = Harness(opts).run()
     against = f", baseline {args.baseline}" if args.baseline else ""
     if args.baseline and args.baseline_python != sys.executable:
         against += f" on {args.baseline_python}"
-    print(f"\n{args.workload}, {args.rounds} rounds, scale {args.scale}{against}: {opts.out_json}")
+    paired = ""
+    if args.paired:
+        turns = (
+            args.paired
+            if args.paired > 0
+            else TURNS_BY_KIND[results["workloads"][args.workload]["kind"]]
+        )
+        paired = f", {turns} turns a path a round"
+    print(f"\n{args.workload}, {args.rounds} rounds{paired}, scale {args.scale}{against}: "
+          f"{opts.out_json}")  # fmt: skip
     for line in summary_lines(results, args.workload):
         print(line)
+    still = stability_lines(results)
+    if still:
+        print()
+        for line in still:
+            print(line)
     if args.syscalls:
         print()
         for line in syscall_lines(results, args.workload):

@@ -74,6 +74,25 @@ def _order_words(meta: dict[str, Any]) -> str:
     return "the same order every round: A B C D A B C D ..."
 
 
+def _paired_words(meta: dict[str, Any]) -> list[str]:
+    """A run with ``--paired N`` (`bench.paired`): which workloads took turns."""
+    turns = meta.get("paired_segments")
+    if not turns:
+        return []
+    if isinstance(turns, dict):
+        each = ", ".join(f"{v} turns each on {k}" for k, v in turns.items())
+    else:
+        each = f"{turns} turns each"
+    return [
+        "",
+        "Paired rounds (`--paired`): in the latency, consume and Apache Kafka "
+        "produce workloads every path of a round ran in one client process, taking "
+        f"{each}, the order rotated every turn, so that a slow spell of the "
+        "machine falls on every path alike (`bench/paired.py`); the other workloads ran "
+        "one path after another.",
+    ]
+
+
 def rounds_of(results: dict[str, Any]) -> int:
     return int(results.get("meta", {}).get("rounds", 1))
 
@@ -304,6 +323,7 @@ def render_markdown(
         "taken in each round against direct measured in the same round (paths run "
         f"interleaved, {_order_words(meta)}), then summarised the same way. Only ratios "
         "measured in one run mean anything on a shared machine.",
+        *_paired_words(meta),
         "",
         "## Machine",
         "",

@@ -33,21 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.ab import SAME_PROCESSES_HELP, compiled_copy
+from bench.ab import PAIRED_HELP, SAME_PROCESSES_HELP, compiled_copy
 from bench.peers import (
     BENCH,
     KROXYLICIOUS_VERSION,
     REPO,
-    KproxyPeer,
     Unavailable,
-    cpu_times,
     grepplabs_version,
     haproxy_version,
     java_version,
     memory_kb,
-    reset_peak_rss,
     tansu_version,
 )
+from bench.proxy_meter import ProxyMeter
 from bench.recorders import (
     Recorder,
     perf_record,
@@ -76,6 +74,7 @@ from bench.upstreams import (
 KIB = 1024
 # Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
 RESTARTED_WITH_BROKER = ("tansu-proxy",)
+
 # Workload kinds that write to the broker what the next path would find there.
 WRITING = ("produce", "connections")
 
@@ -302,18 +301,27 @@ def _env() -> dict[str, str]:
 def _generator(
     kind: str, bootstrap: str, topic: str, run_timeout: float, **opts: Any
 ) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "bench.workloads", kind, "--bootstrap", bootstrap,
-            "--topic", topic]  # fmt: skip
+    argv = ["--bootstrap", bootstrap, "--topic", topic]
     for key, value in opts.items():
         argv += [f"--{key.replace('_', '-')}", str(value)]
+    return run_generator("bench.workloads", kind, argv, run_timeout)
+
+
+def run_generator(
+    module: str, kind: str, argv: list[str], timeout: float, label: str = ""
+) -> dict[str, Any]:
+    """``python -m module kind *argv``, in its own process: the JSON object on the last
+    line it prints (errors name it `label`, by default its kind)."""
+    label = label or kind
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=run_timeout,
-                              env=_env(), cwd=REPO, check=False)  # fmt: skip
+        proc = subprocess.run([sys.executable, "-m", module, kind, *argv], capture_output=True,
+                              text=True, timeout=timeout, env=_env(), cwd=REPO,
+                              check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{kind} did not finish within {run_timeout:.0f} s") from None
+        raise RuntimeError(f"{label} did not finish within {timeout:.0f} s") from None
     if proc.returncode != 0:
         err = proc.stderr.strip().splitlines()
-        raise RuntimeError(f"{kind} failed: {err[-1] if err else proc.returncode}")
+        raise RuntimeError(f"{label} failed: {err[-1] if err else proc.returncode}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
@@ -610,14 +618,9 @@ class Harness:
                 partitions = int(wl.params.get("partitions", 1))
                 up.create_topic(topic, partitions, side)
                 created.append(topic)
-            kp = proxy if isinstance(proxy, KproxyPeer) else None
-            m0 = kp.metrics() if kp is not None else None
-            if pid is not None:
-                reset_peak_rss(pid)
-                user0, kernel0 = cpu_times(pid)
-                rss0 = memory_kb(pid).get("VmRSS", 0)
+            meter = ProxyMeter(proxy)
             name = f"{wl.name}-{path}-r{r}.txt"
-            if self.opts.profile_dir is not None and kp is not None and pid is not None:
+            if self.opts.profile_dir is not None and meter.kproxy is not None and pid is not None:
                 recorders.append(py_spy(pid, self.opts.profile_dir / name))
             syscalls = None
             if self.opts.syscalls_dir is not None and pid is not None:
@@ -630,47 +633,27 @@ class Harness:
                 recorders.append(native)
             result = self.generate(wl, up, side, bootstrap, topic, pid)
             _stop(recorders)
-            if pid is not None:
-                user, kernel = cpu_times(pid)
-                user -= user0
-                cpu = user + kernel - kernel0
-                mem = memory_kb(pid)
-                payload = float(result.get("bytes") or 0)
-                proxy_rec: dict[str, Any] = {
-                    "cpu_seconds": round(cpu, 3),
-                    "cpu_user_seconds": round(user, 3),  # of cpu_seconds, in user space
-                    "rss_before_mb": round(rss0 / 1024, 1),
-                    "rss_mb": round(mem.get("VmRSS", 0) / 1024, 1),
-                    "peak_rss_mb": round(mem.get("VmHWM", 0) / 1024, 1),
-                    "cpu_s_per_gb_payload": round(cpu / (payload / 1e9), 3) if payload else None,
-                }
+            proxy_rec, kproxy_rec = meter.records(float(result.get("bytes") or 0))
+            if proxy_rec is not None:
                 if syscalls is not None:
                     calls = syscall_counts(syscalls.output())
                     proxy_rec["syscalls"] = sum(calls.values())
                     proxy_rec["syscalls_by_name"] = calls
                 if native is not None:
                     samples = samples_by_object(native.written())
-                    proxy_rec["cpu_seconds_by_object"] = shared_out(cpu, samples)
+                    proxy_rec["cpu_seconds_by_object"] = shared_out(
+                        proxy_rec["cpu_seconds"], samples
+                    )
                 record["proxy"] = proxy_rec
                 if wl.kind == "connections":
+                    rss0 = meter.rss0_kb / 1024
                     result["rss_idle_mb"] = round(result.pop("_rss_idle_kb") / 1024, 1)
-                    result["rss_delta_mb"] = round(result["rss_idle_mb"] - rss0 / 1024, 1)
-                    result["rss_before_mb"] = round(rss0 / 1024, 1)
+                    result["rss_delta_mb"] = round(result["rss_idle_mb"] - rss0, 1)
+                    result["rss_before_mb"] = round(rss0, 1)
             else:
                 result.pop("_rss_idle_kb", None)
-            if kp is not None and m0 is not None:
-                m1 = kp.metrics()
-                d = {k: m1[k] - m0.get(k, 0.0) for k in m1}
-                wire = d["request_bytes"] + d["response_bytes"]
-                record["kproxy"] = {
-                    "requests": int(d["requests"]),
-                    "responses": int(d["responses"]),
-                    "wire_bytes": int(wire),
-                    "cpu_s_per_gb_wire": round(cpu / (wire / 1e9), 3) if wire else None,
-                    "cpu_s_per_100k_requests": (
-                        round(cpu / d["requests"] * 1e5, 3) if d["requests"] else None
-                    ),
-                }
+            if kproxy_rec is not None:
+                record["kproxy"] = kproxy_rec
             record["result"] = result
             record["ok"] = True
         except Exception as exc:
@@ -852,6 +835,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "native frames: the compiled build's own) and split its CPU by object",
     )
     p.add_argument("--run-timeout", type=float, default=300.0, help="seconds per run")  # fmt: skip
+    p.add_argument(
+        "--paired", type=int, nargs="?", const=-1, default=0, metavar="TURNS", help=PAIRED_HELP
+    )
 
 
 def options_from(args: argparse.Namespace) -> Options:
@@ -889,6 +875,10 @@ def options_from(args: argparse.Namespace) -> Options:
 def main_run(args: argparse.Namespace) -> int:
     opts = options_from(args)
     harness = Harness(opts)
+    if args.paired:
+        from bench.paired import PairedHarness
+
+        harness = PairedHarness(opts, args.paired)
 
     def on_sigterm(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt

@@ -181,10 +181,14 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
         rtts.append(now() - t0)
     if errors:
         raise RuntimeError(f"errors: {errors[:3]}")
-    ms = [r * 1000.0 for r in rtts]
+    return latency_summary([r * 1000.0 for r in rtts], args.size)
+
+
+def latency_summary(ms: list[float], size: int) -> dict[str, Any]:
+    """Round trips of ``size`` bytes each, in ms: their count, bytes and percentiles."""
     return {
         "messages": len(ms),
-        "bytes": len(ms) * args.size,
+        "bytes": len(ms) * size,
         "p50_ms": percentile(ms, 50),
         "p99_ms": percentile(ms, 99),
         "p999_ms": percentile(ms, 99.9),

@@ -1,0 +1,60 @@
+"""What a proxy process spent over a measured run: its CPU and memory from /proc, and
+kproxy's own request and byte counters (its /metrics), shared by `bench.run` and
+`bench.paired`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.peers import KproxyPeer, cpu_times, memory_kb, reset_peak_rss
+
+
+class ProxyMeter:
+    """Started before a run (`proxy` None for direct: nothing to measure), read once it
+    has ended with `records`."""
+
+    def __init__(self, proxy: Any) -> None:
+        self.pid: int | None = proxy.pid if proxy is not None else None
+        self.kproxy = proxy if isinstance(proxy, KproxyPeer) else None
+        self.metrics0 = self.kproxy.metrics() if self.kproxy is not None else None
+        self.user0 = self.kernel0 = 0.0
+        self.rss0_kb = 0
+        if self.pid is not None:
+            reset_peak_rss(self.pid)
+            self.user0, self.kernel0 = cpu_times(self.pid)
+            self.rss0_kb = memory_kb(self.pid).get("VmRSS", 0)
+
+    def records(self, payload_bytes: float) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The run's ``proxy`` record (CPU, memory; None without a process) and its
+        ``kproxy`` record (requests, wire bytes, CPU per GB and per request; None for
+        another proxy)."""
+        if self.pid is None:
+            return None, None
+        user, kernel = cpu_times(self.pid)
+        user -= self.user0
+        cpu = user + kernel - self.kernel0
+        mem = memory_kb(self.pid)
+        proxy: dict[str, Any] = {
+            "cpu_seconds": round(cpu, 3),
+            "cpu_user_seconds": round(user, 3),  # of cpu_seconds, in user space
+            "rss_before_mb": round(self.rss0_kb / 1024, 1),
+            "rss_mb": round(mem.get("VmRSS", 0) / 1024, 1),
+            "peak_rss_mb": round(mem.get("VmHWM", 0) / 1024, 1),
+            "cpu_s_per_gb_payload": (
+                round(cpu / (payload_bytes / 1e9), 3) if payload_bytes else None
+            ),
+        }
+        if self.kproxy is None or self.metrics0 is None:
+            return proxy, None
+        m1 = self.kproxy.metrics()
+        d = {k: m1[k] - self.metrics0.get(k, 0.0) for k in m1}
+        wire = d["request_bytes"] + d["response_bytes"]
+        return proxy, {
+            "requests": int(d["requests"]),
+            "responses": int(d["responses"]),
+            "wire_bytes": int(wire),
+            "cpu_s_per_gb_wire": round(cpu / (wire / 1e9), 3) if wire else None,
+            "cpu_s_per_100k_requests": (
+                round(cpu / d["requests"] * 1e5, 3) if d["requests"] else None
+            ),
+        }

@@ -1,0 +1,167 @@
+"""`python -m bench ab WORKLOAD --paired N`: the paths of a round take turns, the order
+rotated every turn, each path doing exactly its count of messages; only workloads
+whose paths can share a round are paired, and the rounds are recorded as `bench.run`
+records them (so the summary and the stability figures read them unchanged)."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bench.run
+from bench.ab import add_arguments, main_ab, stability_lines
+from bench.paired import pairable
+from bench.paired_workloads import _each_turn, turn_order
+from bench.run import workloads
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_the_order_rotates_and_no_path_has_two_turns_in_a_row(n: int) -> None:
+    paths = [f"p{i}" for i in range(n)]
+    turns = [turn_order(paths, t) for t in range(3 * n)]
+    for order in turns:
+        assert sorted(order) == paths
+    if n >= 3:
+        assert turns[1] == [*paths[1:], paths[0]]
+    played = [p for order in turns for p in order]
+    if n >= 2:
+        assert all(a != b for a, b in itertools.pairwise(played))
+    if n >= 3:  # over a cycle every path leads a turn equally often
+        assert sorted(order[0] for order in turns) == sorted(paths * 3)
+
+
+@pytest.mark.parametrize(("count", "segments"), [(1000, 10), (1001, 10), (7, 3), (5, 8)])
+def test_every_path_does_its_count_in_turns_that_alternate(count: int, segments: int) -> None:
+    targets = [["direct", "b1", "t1"], ["haproxy", "b2", "t2"], ["kproxy-uvloop", "b3", "t3"]]
+    seen: list[tuple[str, str, int]] = []
+
+    def turn(path: str, topic: str, n: int) -> float:
+        seen.append((path, topic, n))
+        return float(n)
+
+    args = argparse.Namespace(count=count, segments=segments)
+    values = _each_turn(args, targets, turn)
+    for path, _bootstrap, topic in targets:
+        mine = [n for p, t, n in seen if p == path and t == topic]
+        assert sum(mine) == count
+        assert values[path] == [float(n) for n in mine]
+        assert len(mine) <= segments
+    # Turn by turn, the order rotated by one.
+    order = [p for p, _t, _n in seen]
+    assert order[:3] == ["direct", "haproxy", "kproxy-uvloop"]
+    if len(order) >= 6:
+        assert order[3:6] == ["haproxy", "kproxy-uvloop", "direct"]
+
+
+def by_name(name: str) -> bench.run.Workload:
+    return next(w for w in workloads(quick=False) if w.name == name)
+
+
+@pytest.mark.parametrize(
+    "name", ["latency", "kafka-produce-1KiB", "consume-1KiB", "kafka-consume-1KiB"]
+)
+def test_workloads_whose_paths_can_share_a_round_are_paired(name: str) -> None:
+    assert pairable(by_name(name)) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("produce-1KiB", "Tansu broker slows as it fills"),
+        ("connections", "latency, produce and consume workloads only"),
+        ("kafka-perf-produce-1KiB", "latency, produce and consume workloads only"),
+    ],
+)
+def test_other_workloads_are_refused_before_anything_starts(
+    name: str, why: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert why in (pairable(by_name(name)) or "")
+    monkeypatch.setattr(bench.run.Harness, "run", lambda self: pytest.fail("started"))
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([name, "--paired", "5", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match=why):
+        main_ab(args)
+
+
+def record(path: str, r: int, p99: float) -> dict[str, Any]:
+    result = {"p50_ms": p99 / 2, "p99_ms": p99, "messages": 1000}
+    return {"round": r, "path": path, "ok": True, "result": result,
+            "proxy": {"cpu_seconds": 0.05, "cpu_user_seconds": 0.01}}  # fmt: skip
+
+
+def test_the_ab_prints_how_far_each_proxys_farthest_round_strayed() -> None:
+    results = {
+        "meta": {"rounds": 3},
+        "paths": {"direct": {}, "haproxy": {}},
+        "workloads": {
+            "latency": {
+                "kind": "latency",
+                "target": "latency",
+                "metrics": [{"key": "p50_ms", "label": "p50", "unit": "ms"}],
+                "runs": [
+                    record("direct", 0, 0.4),
+                    record("haproxy", 0, 0.5),
+                    record("direct", 1, 0.4),
+                    record("haproxy", 1, 0.52),
+                    record("direct", 2, 0.5),
+                    record("haproxy", 2, 0.7),
+                ],
+            }
+        },
+    }
+    header, row = stability_lines(results)
+    assert "farthest round" in header
+    cells = [c.strip() for c in row.split("  ") if c.strip()]
+    # Ratios 1.25, 1.30, 1.40: median 1.30, the farthest 0.10 away.
+    assert cells[:4] == ["latency", "haproxy", "1.30 +-0.10", "no"]
+
+
+def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_another(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`python -m bench run --paired N`: produce on Tansu and the idle connections run as
+    without it."""
+    from bench.paired import PairedHarness
+
+    unpaired: list[str] = []
+    monkeypatch.setattr(
+        bench.run.Harness, "run_workload", lambda self, wl, up, proxies: unpaired.append(wl.name)
+    )
+    paired: list[str] = []
+    monkeypatch.setattr(
+        PairedHarness,
+        "_paired_round",
+        lambda self, wl, up, proxies, r: paired.append(wl.name) or [],
+    )
+    opts = bench.run.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None,
+                             rounds=1)  # fmt: skip
+    harness = PairedHarness(opts, 4)
+    harness.results["workloads"] = {"latency": {"runs": []}, "consume-1KiB": {"runs": []}}
+    for name in ("produce-1KiB", "connections", "latency", "consume-1KiB"):
+        harness.run_workload(by_name(name), None, {})  # type: ignore[arg-type]
+    assert unpaired == ["produce-1KiB", "connections"]
+    assert paired == ["latency", "consume-1KiB"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "latency", "consume"), [(["--paired"], 200, 10), (["--paired", "7"], 7, 7)]
+)
+def test_turns_are_each_kinds_default_unless_given(
+    flags: list[str], latency: int, consume: int, tmp_path: Path
+) -> None:
+    from bench.paired import PairedHarness
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["latency", *flags])
+    opts = bench.run.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None)
+    harness = PairedHarness(opts, args.paired)
+    assert harness.turns(by_name("latency")) == latency
+    assert harness.turns(by_name("consume-1KiB")) == consume
+    recorded = harness.results["meta"]["paired_segments"]
+    assert recorded == (7 if latency == 7 else {"latency": 200, "produce": 20, "consume": 10})
