@@ -74,12 +74,8 @@ def messages_in(bootstrap: str, topic: str) -> int:
 
 
 def test_produce_turns_write_each_paths_count(tansu: TansuBroker) -> None:
-    targets = [
-        ["a", tansu.bootstrap, "paired-produce-a"],
-        ["b", tansu.bootstrap, "paired-produce-b"],
-    ]
-    create(tansu.bootstrap, "paired-produce-a", "paired-produce-b")
-    results = produce(args("produce"), targets)  # type: ignore[arg-type]
+    targets = two_paths(tansu.bootstrap, "paired-produce")
+    results = produce(args("produce"), targets)
     for path, _bootstrap, topic in targets:
         assert results[path]["messages"] == COUNT
         assert len(results[path]["turn_values"]) == SEGMENTS
@@ -105,12 +101,8 @@ def test_consume_turns_read_on_from_where_the_last_one_paused(tansu: TansuBroker
 
 
 def test_latency_turns_time_every_round_trip(tansu: TansuBroker) -> None:
-    targets = [
-        ["a", tansu.bootstrap, "paired-latency-a"],
-        ["b", tansu.bootstrap, "paired-latency-b"],
-    ]
-    create(tansu.bootstrap, "paired-latency-a", "paired-latency-b")
-    results = latency(args("latency"), targets)  # type: ignore[arg-type]
+    targets = two_paths(tansu.bootstrap, "paired-latency")
+    results = latency(args("latency"), targets)
     for path, _bootstrap, _topic in targets:
         assert results[path]["messages"] == COUNT
         assert len(results[path]["turn_values"]) == SEGMENTS
