@@ -36,7 +36,7 @@ from bench.stats import ratio_summary, summarize
 REPO = Path(__file__).resolve().parents[1]
 KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base")
 PAIRED_HELP = (
-    "every round of a latency, consume or Apache Kafka produce workload, the paths take "
+    "every round of a latency, consume or produce workload, the paths take "
     "TURNS turns each in one client process, the order rotated every turn (bench.paired; "
     "without TURNS: 200 for latency, 20 for produce, 10 for consume)"
 )

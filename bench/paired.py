@@ -13,10 +13,11 @@ targets and the stability figures read it unchanged.
 
 Only workloads whose paths can share a round without skewing one another: the latency
 workloads (a few MB written), the confluent-kafka consume workloads (each path's
-consumer reads a topic filled before the round), and produce workloads on Apache Kafka,
-where one broker behind every path keeps what it is sent on disk. A Tansu broker slows
-as it fills, and the paths on its main side would fill it faster than haproxy's side is
-filled.
+consumer reads a topic filled before the round), and the confluent-kafka produce
+workloads. On Apache Kafka one broker behind every path keeps what it is sent on disk.
+A Tansu broker keeps it in memory and slows as it fills, so on Tansu every proxy path
+has a broker of its own (`Upstream.own_broker_paths`), as direct and haproxy have: each
+broker then holds what its own path sent, and all fill at the same pace.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from bench.paired_workloads import WARMUP
 from bench.proxy_meter import ProxyMeter
 from bench.run import Harness, Options, Workload, _one_line, run_generator
-from bench.upstreams import Upstream, prefill, side_of
+from bench.upstreams import FORWARDING_PATHS, Upstream, prefill
 
 #: ``--paired`` without a number: each kind's turns a path a round. Latency round trips
 #: are cheap to switch between and their median held within +-0.01 of direct's at 200
@@ -39,15 +40,8 @@ TURNS_BY_KIND = {"latency": 200, "produce": 20, "consume": 10}
 
 def pairable(wl: Workload) -> str | None:
     """None when `wl` can run paired, else why not."""
-    if wl.kind in ("latency", "consume"):
+    if wl.kind in ("latency", "consume", "produce"):
         return None
-    if wl.kind == "produce" and wl.upstream == "kafka":
-        return None
-    if wl.kind == "produce":
-        return (
-            f"{wl.name}: a Tansu broker slows as it fills, and the paths on its main side "
-            "would fill it faster than haproxy's; pair a produce workload on Apache Kafka"
-        )
     return f"{wl.name}: paired rounds run latency, produce and consume workloads only"
 
 
@@ -60,6 +54,14 @@ class PairedHarness(Harness):
         self.results["meta"]["paired_segments"] = (
             segments if segments != AUTO else dict(TURNS_BY_KIND)
         )
+
+    def _make_upstream(self, name: str) -> Upstream:
+        up = super()._make_upstream(name)
+        if name == "tansu":  # each proxy path's broker fills with its own path's writes
+            up.own_broker_paths = tuple(
+                p for p in self.paths if p != "direct" and p not in FORWARDING_PATHS
+            )
+        return up
 
     def turns(self, wl: Workload) -> int:
         """Each path's turns in a round of `wl`: as asked, or its kind's default."""
@@ -120,7 +122,7 @@ class PairedHarness(Harness):
                 continue
             topic = shared_topic if wl.kind == "consume" else f"{wl.name}-r{r}-{path}"
             if wl.kind != "consume":
-                up.create_topic(topic, 1, side_of(path))
+                up.create_topic(topic, 1, up.side(path))
             bootstrap = up.direct_bootstrap() if proxy is None else proxy.bootstrap
             targets.append([path, bootstrap, topic])
         meters = {path: ProxyMeter(proxies.get(path)) for path, _b, _t in targets}

@@ -34,6 +34,7 @@ from typing import Any
 
 from bench import report
 from bench.ab import PAIRED_HELP, SAME_PROCESSES_HELP, compiled_copy
+from bench.mock_upstream import LeaderMover, MockUpstream
 from bench.peers import (
     BENCH,
     KROXYLICIOUS_VERSION,
@@ -62,13 +63,10 @@ from bench.upstreams import (
     FORWARDING_PATHS,
     PATH_DESCRIPTIONS,
     KafkaUpstream,
-    LeaderMover,
-    MockUpstream,
     ProxyProcess,
     TansuUpstream,
     Upstream,
     prefill,
-    side_of,
 )
 
 KIB = 1024
@@ -606,7 +604,7 @@ class Harness:
         created: list[str],
     ) -> dict[str, Any]:
         record: dict[str, Any] = {"round": r, "path": path, "ok": False}
-        side = side_of(path)
+        side = up.side(path)
         bootstrap = up.direct_bootstrap() if path == "direct" else proxy.bootstrap
         pid: int | None = proxy.pid if proxy is not None else None
         t0 = time.monotonic()

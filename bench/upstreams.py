@@ -4,14 +4,16 @@ Three upstreams, each started by the harness on loopback (docs/peers.md):
 
 ``tansu``  the Tansu broker (Rust, in-memory storage): data-path throughput and latency.
 ``kafka``  a one-node Apache Kafka KRaft cluster from Maven Central: the real broker.
-``mock``   librdkafka's mock cluster (three brokers, in this process): leader churn.
+``mock``   librdkafka's mock cluster (three brokers, in this process): leader churn
+           (`bench.mock_upstream`).
 
 A TCP proxy such as haproxy does not parse Kafka, so it cannot rewrite the addresses
 brokers advertise: a client that bootstraps through it would be told the broker's own
 address and go around it. Each upstream therefore has a second *side* for haproxy whose
 brokers advertise haproxy's ports (a second Tansu broker, an extra Kafka listener, a
 second mock cluster). Every other path sits in front of the main side and rewrites
-addresses itself.
+addresses itself, or in paired rounds on Tansu in front of a broker of its own
+(`Upstream.own_broker_paths`, bench.paired).
 """
 
 from __future__ import annotations
@@ -20,10 +22,6 @@ import contextlib
 import json
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -162,6 +160,13 @@ class Upstream:
         self.baseline_python = sys.executable
         #: This checkout's mypyc build (bench.ab.compiled_copy), for kproxy-compiled.
         self.compiled_source: Path | None = None
+        #: Proxy paths given a broker of their own (set before start(); Tansu only):
+        #: bench.paired, where every path's broker must fill as fast as every other's.
+        self.own_broker_paths: tuple[str, ...] = ()
+
+    def side(self, path: str) -> str:
+        """The side ``path`` reaches: its own when a forwarder's, else the main side."""
+        return side_of(path)
 
     # -- addresses ---------------------------------------------------------------------
     def direct_bootstrap(self) -> str:
@@ -171,6 +176,10 @@ class Upstream:
     def proxy_target(self) -> str:
         """What a proxy in front of the main side dials (comma-separated brokers)."""
         return self.direct_bootstrap()
+
+    def proxy_target_of(self, path: str) -> str:
+        """What the proxy of ``path`` dials: the main side's brokers."""
+        return self.proxy_target()
 
     def fill_bootstrap(self, side: str) -> str:
         """Where an untimed writer reaches ``side``."""
@@ -226,17 +235,18 @@ class Upstream:
 
     # -- proxies -----------------------------------------------------------------------
     def start_proxy(self, path: str) -> ProxyProcess:
-        """Start the proxy of ``path`` in front of the main side (not direct/haproxy)."""
+        """Start the proxy of ``path`` in front of its side (not direct/haproxy)."""
         wd = self.workdir / path
+        target = self.proxy_target_of(path)
         if path == "tansu-proxy":
             if len(self.node_ids) > 1:
                 raise Unavailable(
                     "tansu proxy forwards every request to one origin broker, so it cannot "
                     "front a multi-broker cluster"
                 )
-            return TansuProxyPeer(self.proxy_target(), workdir=wd, stop_grace=2.0).start()
+            return TansuProxyPeer(target, workdir=wd, stop_grace=2.0).start()
         if path in ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base"):
-            servers = self.proxy_target().split(",")
+            servers = target.split(",")
             if path == "kproxy-base":
                 if self.baseline_source is None:
                     raise Unavailable("no baseline revision (python -m bench ab --baseline REV)")
@@ -254,9 +264,9 @@ class Upstream:
                 return KproxyPeer(path, "uvloop", servers, wd, source=self.compiled_source).start()
             return KproxyPeer(path, path.split("-", 1)[1], servers, wd).start()
         if path == "kroxylicious":
-            return KroxyliciousPeer(path, self.proxy_target(), self.node_ids, wd).start()
+            return KroxyliciousPeer(path, target, self.node_ids, wd).start()
         if path == "grepplabs":
-            return GrepplabsPeer(path, self.proxy_target(), wd).start()
+            return GrepplabsPeer(path, target, wd).start()
         raise ValueError(f"no proxy for path {path!r}")
 
 
@@ -267,9 +277,9 @@ class Upstream:
 
 class TansuUpstream(Upstream):
     """Tansu brokers: ``main`` advertises itself, the haproxy side advertises haproxy's
-    port (and with ``want_floor`` a third advertises python-floor's). :meth:`reset`
-    restarts them on the same ports (in-memory storage: this frees what the previous
-    round wrote)."""
+    port (and with ``want_floor`` a third advertises python-floor's), and each of
+    ``own_broker_paths`` has one of its own. :meth:`reset` restarts them on the same
+    ports (in-memory storage: this frees what the previous round wrote)."""
 
     name = "tansu"
     node_ids = [TANSU_NODE_ID]
@@ -281,12 +291,31 @@ class TansuUpstream(Upstream):
         self.main: TansuBroker | None = None
         self.hap_broker: AdvertisedTansu | None = None
         self.floor_broker: AdvertisedTansu | None = None
+        #: A port, then a broker, for each of ``own_broker_paths`` (given at start()).
+        self.path_ports: dict[str, int] = {}
+        self.path_brokers: dict[str, TansuBroker] = {}
+
+    def side(self, path: str) -> str:
+        return path if path in self.path_ports else super().side(path)
+
+    def sides(self) -> list[str]:
+        return super().sides() + list(self.path_brokers)
+
+    def proxy_target_of(self, path: str) -> str:
+        port = self.path_ports.get(path)
+        return f"{LOOPBACK}:{port}" if port is not None else super().proxy_target_of(path)
+
+    def fill_bootstrap(self, side: str) -> str:
+        if side in self.path_ports:
+            return self.proxy_target_of(side)
+        return super().fill_bootstrap(side)
 
     def direct_bootstrap(self) -> str:
         return f"{LOOPBACK}:{self.main_port}"
 
     def _brokers(self) -> list[TansuBroker]:
-        return [b for b in (self.main, self.hap_broker, self.floor_broker) if b is not None]
+        found = [b for b in (self.main, self.hap_broker, self.floor_broker) if b is not None]
+        return found + list(self.path_brokers.values())
 
     def _start_brokers(self, with_haproxy_side: bool, with_floor_side: bool) -> None:
         self.main = TansuBroker(self.main_port, workdir=self.workdir / "tansu-main").start()
@@ -298,8 +327,15 @@ class TansuUpstream(Upstream):
             self.floor_broker = AdvertisedTansu(
                 self.floor_port, port=self.floor_broker_port, workdir=self.workdir / "tansu-floor"
             ).start()
+        self.path_brokers = {
+            path: TansuBroker(port, workdir=self.workdir / f"tansu-{path}").start()
+            for path, port in self.path_ports.items()
+        }
 
     def start(self) -> None:
+        self.path_ports = dict(
+            zip(self.own_broker_paths, free_ports(len(self.own_broker_paths)), strict=True)
+        )
         self._start_brokers(True, self.want_floor)
         assert self.hap_broker is not None
         try:
@@ -327,9 +363,11 @@ class TansuUpstream(Upstream):
             broker.stop(timeout=2.0)
 
     def create_topic(self, topic: str, partitions: int, side: str) -> None:
-        port = {HAPROXY_SIDE: self.hap_broker_port, FLOOR_SIDE: self.floor_broker_port}.get(
-            side, self.main_port
-        )
+        port = {
+            HAPROXY_SIDE: self.hap_broker_port,
+            FLOOR_SIDE: self.floor_broker_port,
+            **self.path_ports,
+        }.get(side, self.main_port)
         _admin_create(f"{LOOPBACK}:{port}", topic, partitions)
 
 
@@ -415,99 +453,3 @@ class KafkaUpstream(Upstream):
         for fut in futures.values():
             with contextlib.suppress(Exception):
                 fut.result(timeout=30)
-
-
-# ---------------------------------------------------------------------------------------
-# librdkafka's mock cluster (leader churn)
-# ---------------------------------------------------------------------------------------
-
-
-class MockUpstream(Upstream):
-    """Two mock clusters of three brokers in this process; the haproxy side's brokers
-    advertise haproxy's ports (one frontend per broker)."""
-
-    name = "mock"
-
-    def __init__(self, workdir: Path, brokers: int = 3) -> None:
-        super().__init__(workdir)
-        self.brokers = brokers
-        self.node_ids = list(range(1, brokers + 1))
-        self.clusters: dict[str, Any] = {}
-
-    def direct_bootstrap(self) -> str:
-        return str(self.clusters[MAIN].bootstraps)
-
-    def start(self) -> None:
-        from kproxy.mockcluster import MockCluster
-
-        self.clusters[MAIN] = MockCluster(self.brokers)
-        hap = MockCluster(self.brokers)
-        ports = hap.broker_ports()
-        front = dict(zip(ports, free_ports(len(ports)), strict=True))
-        routes = [(front[b], f"{LOOPBACK}:{p}") for b, p in sorted(ports.items())]
-        try:
-            self.haproxy = HaproxyPeer(
-                "haproxy-mock", routes[0][1], self.workdir, extra_routes=routes
-            ).start()
-        except (Unavailable, RuntimeError, TimeoutError) as exc:
-            self.haproxy_error = str(exc)
-            hap.close()
-            return
-        for b, port in front.items():
-            hap.set_host_port(b, LOOPBACK, port)
-        self.clusters[HAPROXY_SIDE] = hap
-
-    def stop(self) -> None:
-        self.stop_forwarders()
-        for mc in self.clusters.values():
-            mc.close()
-        self.clusters.clear()
-
-    def create_topic(self, topic: str, partitions: int, side: str) -> None:
-        self.clusters[side].create_topic(topic, partitions, self.brokers)
-
-    def cluster(self, side: str) -> Any:
-        return self.clusters[side]
-
-
-@dataclass
-class LeaderMover:
-    """Moves the leader of every partition of ``topic`` to the next broker every
-    ``interval`` seconds, on a thread, until stopped."""
-
-    set_leader: Callable[[str, int, int], None]
-    topic: str
-    partitions: int
-    brokers: list[int]
-    interval: float = 0.2
-
-    def __post_init__(self) -> None:
-        self.moves = 0
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="leader-mover", daemon=True)
-
-    def _run(self) -> None:
-        step = 0
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            step += 1
-            for p in range(self.partitions):
-                leader = self.brokers[(step + p) % len(self.brokers)]
-                try:
-                    self.set_leader(self.topic, p, leader)
-                    self.moves += 1
-                except Exception as exc:  # recorded, the run goes on
-                    if len(self.errors) < 5:
-                        self.errors.append(str(exc))
-            next_at += self.interval
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
-
-    def start(self) -> LeaderMover:
-        self._thread.start()
-        return self
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        return self.moves

@@ -1,8 +1,9 @@
 """Paired benchmark rounds (`bench.paired`, `bench.paired_workloads`) against a real
 Tansu broker: every path's client does exactly its count, in the turns asked for; a
 consumer's turn reads on from where its last turn paused, never a message twice or one
-skipped; and a whole paired A/B round records each path as `bench.run` records a run,
-kproxy's CPU and request counters included."""
+skipped; a proxy path on Tansu writes to a broker of its own, which holds its path's
+messages and no other's; and a whole paired A/B round records each path as `bench.run`
+records a run, kproxy's CPU and request counters included."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import bench.run
 from bench.paired import PairedHarness
 from bench.paired_workloads import WARMUP, build_parser, consume, latency, produce
 from bench.run import Options
+from bench.upstreams import MAIN, TansuUpstream
 from tests.peers.tansu import TansuBroker
 
 pytestmark = pytest.mark.peers
@@ -98,6 +100,46 @@ def test_consume_turns_read_on_from_where_the_last_one_paused(tansu: TansuBroker
         assert results[path]["messages"] == COUNT
         assert results[path]["bytes"] == COUNT * SIZE  # only what the turns read
         assert len(results[path]["turn_values"]) == SEGMENTS
+
+
+def topics_of(bootstrap: str) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics)
+
+
+def test_a_proxy_path_on_tansu_fills_a_broker_of_its_own(tmp_path: Path) -> None:
+    """What lets produce on Tansu run paired: direct's turns fill the main broker, the
+    kproxy path's turns its own, the same count each; a reset empties both."""
+    up = TansuUpstream(tmp_path)
+    up.own_broker_paths = ("kproxy-uvloop",)
+    up.start()
+    proxy = None
+    try:
+        assert up.side("direct") == MAIN and up.side("kproxy-uvloop") == "kproxy-uvloop"
+        assert up.sides() == [MAIN, "haproxy", "kproxy-uvloop"]
+        own = up.fill_bootstrap("kproxy-uvloop")
+        assert own == up.proxy_target_of("kproxy-uvloop") != up.direct_bootstrap()
+        proxy = up.start_proxy("kproxy-uvloop")
+        targets = [["direct", up.direct_bootstrap(), "own-direct"],
+                   ["kproxy-uvloop", proxy.bootstrap, "own-kproxy"]]  # fmt: skip
+        for path, _bootstrap, topic in targets:
+            up.create_topic(topic, 1, up.side(path))
+        results = produce(args("produce"), targets)
+        assert {p: r["messages"] for p, r in results.items()} == {
+            "direct": COUNT, "kproxy-uvloop": COUNT
+        }  # fmt: skip
+        assert messages_in(up.direct_bootstrap(), "own-direct") == COUNT + WARMUP
+        assert messages_in(own, "own-kproxy") == COUNT + WARMUP
+        assert "own-kproxy" not in topics_of(up.direct_bootstrap())
+        assert "own-direct" not in topics_of(own)
+        up.reset()  # the same ports, nothing kept
+        assert up.proxy_target_of("kproxy-uvloop") == own
+        assert "own-kproxy" not in topics_of(own)
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        up.stop()
 
 
 def test_latency_turns_time_every_round_trip(tansu: TansuBroker) -> None:

@@ -62,7 +62,8 @@ def by_name(name: str) -> bench.run.Workload:
 
 
 @pytest.mark.parametrize(
-    "name", ["latency", "kafka-produce-1KiB", "consume-1KiB", "kafka-consume-1KiB"]
+    "name",
+    ["latency", "kafka-produce-1KiB", "produce-1KiB", "consume-1KiB", "kafka-consume-1KiB"],
 )
 def test_workloads_whose_paths_can_share_a_round_are_paired(name: str) -> None:
     assert pairable(by_name(name)) is None
@@ -71,7 +72,6 @@ def test_workloads_whose_paths_can_share_a_round_are_paired(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "why"),
     [
-        ("produce-1KiB", "Tansu broker slows as it fills"),
         ("connections", "latency, produce and consume workloads only"),
         ("kafka-perf-produce-1KiB", "latency, produce and consume workloads only"),
     ],
@@ -124,8 +124,8 @@ def test_the_ab_prints_how_far_each_proxys_farthest_round_strayed() -> None:
 def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_another(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """`python -m bench run --paired N`: produce on Tansu and the idle connections run as
-    without it."""
+    """`python -m bench run --paired N`: the idle connections and the Java perf producer
+    run as without it."""
     from bench.paired import PairedHarness
 
     unpaired: list[str] = []
@@ -142,10 +142,30 @@ def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_an
                              rounds=1)  # fmt: skip
     harness = PairedHarness(opts, 4)
     harness.results["workloads"] = {"latency": {"runs": []}, "consume-1KiB": {"runs": []}}
-    for name in ("produce-1KiB", "connections", "latency", "consume-1KiB"):
+    harness.results["workloads"]["produce-1KiB"] = {"runs": []}
+    for name in ("kafka-perf-produce-1KiB", "connections", "latency", "produce-1KiB"):
         harness.run_workload(by_name(name), None, {})  # type: ignore[arg-type]
-    assert unpaired == ["produce-1KiB", "connections"]
-    assert paired == ["latency", "consume-1KiB"]
+    assert unpaired == ["kafka-perf-produce-1KiB", "connections"]
+    assert paired == ["latency", "produce-1KiB"]
+
+
+@pytest.mark.parametrize(
+    ("upstream", "own"),
+    [("tansu", ("kproxy-uvloop", "kproxy-asyncio")), ("kafka", ()), ("mock", ())],
+)
+def test_on_tansu_each_proxy_path_has_a_broker_of_its_own(
+    upstream: str, own: tuple[str, ...], tmp_path: Path
+) -> None:
+    """Direct, haproxy and python-floor have their sides already; every other proxy
+    path's turns fill a Tansu broker of its own, so all fill at one pace."""
+    from bench.paired import PairedHarness
+
+    opts = bench.run.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None,
+                             paths=["direct", "haproxy", "python-floor", "kproxy-uvloop",
+                                    "kproxy-asyncio"])  # fmt: skip
+    up = PairedHarness(opts, 4)._make_upstream(upstream)
+    assert up.own_broker_paths == own
+    assert bench.run.Harness(opts)._make_upstream("tansu").own_broker_paths == ()
 
 
 @pytest.mark.parametrize(

@@ -126,6 +126,22 @@ def test_targets_met_and_missed() -> None:
     assert by_target[below].status == "missed"
 
 
+def test_a_paired_runs_cpu_per_gb_is_shown_but_not_judged() -> None:
+    """Paired turns start and end with the client's pipeline empty, which raises the
+    proxies' CPU per byte unevenly: the throughput targets stand, the CPU one is not
+    judged there."""
+    from bench.targets import evaluate_targets, met_share
+
+    results = _results([96, 97, 99], [100, 100, 100], [95, 96, 99])
+    results["meta"]["paired_segments"] = 20
+    by_target = {v.target: v for v in evaluate_targets(results)}
+    cpu = by_target["produce-1KiB (kproxy-uvloop): CPU per GB <= 1.3x haproxy's"]
+    assert cpu.status == "not measured"
+    assert cpu.measured == "1.20 vs haproxy 1.00 s/GB (1.20x); paired"
+    assert by_target["produce-1KiB (kproxy-uvloop): throughput >= 0.95 of direct"].status == ("met")
+    assert met_share(list(by_target.values())) == "2 of 2 targets met (100%)"
+
+
 def test_results_page_names_its_command_and_its_json(tmp_path: Path) -> None:
     results = _results([95, 92, 97], [100, 100, 100], [40, 45, 41])
     results["meta"] = {"mode": "full", "rounds": 3, "argv": ["run", "--scale", "2"]}
