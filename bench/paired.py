@@ -40,7 +40,7 @@ TURNS_BY_KIND = {"latency": 200, "produce": 20, "consume": 10}
 
 def pairable(wl: Workload) -> str | None:
     """None when `wl` can run paired, else why not."""
-    if wl.kind in ("latency", "consume", "produce"):
+    if wl.kind in TURNS_BY_KIND:
         return None
     return f"{wl.name}: paired rounds run latency, produce and consume workloads only"
 

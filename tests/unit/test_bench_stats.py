@@ -138,7 +138,7 @@ def test_a_paired_runs_cpu_per_gb_is_shown_but_not_judged() -> None:
     cpu = by_target["produce-1KiB (kproxy-uvloop): CPU per GB <= 1.3x haproxy's"]
     assert cpu.status == "not measured"
     assert cpu.measured == "1.20 vs haproxy 1.00 s/GB (1.20x); paired"
-    assert by_target["produce-1KiB (kproxy-uvloop): throughput >= 0.95 of direct"].status == ("met")
+    assert by_target["produce-1KiB (kproxy-uvloop): throughput >= 0.95 of direct"].status == "met"
     assert met_share(list(by_target.values())) == "2 of 2 targets met (100%)"
 
 
