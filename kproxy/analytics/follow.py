@@ -100,6 +100,7 @@ class Follower:
     def refresh(self) -> dict[str, Any]:
         """Rebuild the tables, status.json and report.html from everything stored."""
         self.unreported = False
+        began = time.monotonic()
         heads = build_tables(self.store, self.out)
         status = self.status()
         spark = self.store.spark
@@ -110,6 +111,15 @@ class Follower:
             (local / "report.html").write_text(
                 render_follow_report(status, heads), encoding="utf-8"
             )
+        # How long a rebuild takes tells an operator whether --report-every keeps up
+        # with --trigger-seconds (a rebuild delays the next trigger).
+        print(
+            f"kproxy analyze --follow: tables rebuilt in {time.monotonic() - began:.1f} s "
+            f"({status['batches']:,} batches, {status['events']:,} events, "
+            f"data up to {status['data_up_to']})",
+            file=sys.stderr,
+            flush=True,
+        )
         return status
 
     def status(self) -> dict[str, Any]:
@@ -182,8 +192,10 @@ def run_follow(args: argparse.Namespace) -> int:
         )
         while not query.awaitTermination(args.trigger_seconds):
             follower.caught_up(query.status)
-        if follower.batches_with_data:
-            follower.refresh()  # the last figures, whatever the report cadence
+        if follower.unreported:
+            # The last batches' figures, whatever the report cadence (a stop after the
+            # tables caught up rebuilds nothing: that can take minutes on a busy machine).
+            follower.refresh()
         return 0
     finally:
         spark.stop()

@@ -107,18 +107,28 @@ def start_follow(p: Pipeline, tmp: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.STDOUT,
         env=SPARK_ENV,
         cwd=tmp,
+        # A group of its own: its Spark JVM goes with it when it is killed.
+        start_new_session=True,
     )
 
 
 def stop_process(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> None:
-    if proc is None or proc.poll() is not None:
+    """`sig` to a follow job (SIGKILL: to its whole group, the JVM too), SIGKILL to the
+    group if it has not ended within a minute, and to whatever of it is left."""
+    if proc is None:
         return
-    proc.send_signal(sig)
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(30)
+    if proc.poll() is None:
+        if sig == signal.SIGKILL:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -360,6 +370,15 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
     topics = {r["topic"] for r in table(p.follow_out, "leader_changes_per_window")}
     assert "late-topic" not in topics
     assert (p.follow_out / "report.html").read_text().count("data up to") == 1
+
+    # SIGTERM stops it cleanly, and with its tables current (no event since the late
+    # one) it rebuilds nothing more.
+    stop_process(p.follow)
+    assert p.follow.returncode == 0
+    log = (tmp_path / "follow.log").read_text(errors="replace")
+    before, stopping, after = log.partition("kproxy analyze --follow: signal 15, stopping")
+    assert stopping and "tables rebuilt in" in before
+    assert "tables rebuilt in" not in after
 
 
 def produce_and_consume(

@@ -10,12 +10,10 @@ the page that decodes, at a size a reader can read.
 from __future__ import annotations
 
 import html.parser
-import io
 import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,9 +22,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
-from kproxy.analytics import job  # noqa: E402
-from kproxy.analytics.session import build_session  # noqa: E402
-from tests.unit.test_analytics_spark import write_hand_log  # noqa: E402
+from tests.unit.test_analytics_spark import Hand  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -56,15 +52,9 @@ class Images(html.parser.HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    tmp = tmp_path_factory.mktemp("browser")
-    logs = write_hand_log(tmp / "logs")
-    spark = build_session("local[2]")
-    try:
-        job.analyze(spark, [str(logs)], str(tmp / "report"), stream=io.StringIO())
-    finally:
-        spark.stop()
-    yield tmp / "report" / "report.html"
+def report(hand: Hand) -> Path:
+    """The hand-written log's report (the `hand` fixture of tests/conftest.py)."""
+    return hand[1] / "report.html"
 
 
 def screenshot(page: Path, png: Path, profile: Path) -> subprocess.CompletedProcess[str]:

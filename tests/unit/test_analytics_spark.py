@@ -292,24 +292,32 @@ def write_hand_log(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = build_session("local[2]")
-    yield session
-    session.stop()
-
-
 Hand = tuple[Analysis, Path, str]
 
 
-@pytest.fixture(scope="module")
-def hand(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Hand:
-    tmp = tmp_path_factory.mktemp("hand")
+def analyze_hand_log(tmp: Path) -> Hand:
+    """The job over the hand-written log, on a session of its own, stopped after: what
+    it found, its output directory and its progress lines. Run once per test session
+    (the `hand` fixture of tests/conftest.py: the browser test reads the same report)."""
     logs = write_hand_log(tmp / "logs")
     out = tmp / "report"
     stream = io.StringIO()
-    analysis = job.analyze(spark, [str(logs)], str(out), stream=stream, progress_interval=0.05)
+    session = build_session("local[2]")
+    try:
+        analysis = job.analyze(
+            session, [str(logs)], str(out), stream=stream, progress_interval=0.05
+        )
+    finally:
+        session.stop()
     return analysis, out, stream.getvalue()
+
+
+@pytest.fixture(scope="module")
+def spark(hand: Hand) -> Iterator[SparkSession]:
+    # After `hand`, whose session is stopped by then: this one is the module's own.
+    session = build_session("local[2]")
+    yield session
+    session.stop()
 
 
 def approx_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
