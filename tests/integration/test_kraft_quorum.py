@@ -124,12 +124,27 @@ def kproxy(
         quorum=config["quorum"],
     )
     with kp.start():
-        for node_id in (*VOTERS, 11, 12):
-            quorum.start_node(node_id)
         try:
+            # The brokers start once the voters have a leader: an election never competes
+            # with two more JVMs starting on the machine's cores, and a failure says which
+            # of the two steps did not happen.
+            for node_id in VOTERS:
+                quorum.start_node(node_id)
+            wait_until(
+                lambda: quorum_view(kp)["leader"] in VOTERS,
+                120,
+                what="a quorum leader seen by kproxy",
+            )
+            for node_id in (11, 12):
+                quorum.start_node(node_id)
             quorum.wait_brokers_registered(180)
         except (TimeoutError, RuntimeError) as exc:
-            raise AssertionError(f"{exc}\n{quorum.logs()}\nkproxy:\n{kp.log()[-4000:]}") from exc
+            # The nodes' own accounts last: a CI log shows only its tail.
+            raise AssertionError(
+                f"{exc}\nkproxy's quorum view: {quorum_view(kp)}\n"
+                f"kproxy's log, last lines:\n{tail(kp.log(), 15)}\n"
+                f"what each node said:\n{quorum.story()}\n{exc}"
+            ) from exc
         yield kp
 
 
@@ -149,6 +164,10 @@ def traffic(quorum: QuorumCluster, kproxy: KproxyProcess) -> Iterator[Traffic]:
 def quorum_view(kp: KproxyProcess) -> dict[str, Any]:
     view: dict[str, Any] = kp.topology()["quorum"]
     return view
+
+
+def tail(text: str, lines: int) -> str:
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def kproxy_addresses(quorum: QuorumCluster) -> set[str]:

@@ -19,6 +19,7 @@ clients, which only kproxy's client listeners can serve.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -278,10 +279,16 @@ class QuorumCluster:
             where = ["--bootstrap-server", server]
         return run_java_tool(MAIN_METADATA_QUORUM, *where, *args, lib=self.lib, timeout=90).stdout
 
-    def logs(self) -> str:
-        return "\n".join(
-            n.process.describe_failure() for n in self.nodes.values() if n.process is not None
-        )
+    def story(self, lines_per_node: int = 10) -> str:
+        """What each started node said about the quorum and its registration, a few lines
+        each, repeats folded: short enough that a CI log's tail still shows all of it."""
+        parts = []
+        for n in self.nodes.values():
+            if n.process is not None:
+                state = "running" if n.running else f"exit code {n.process.returncode}"
+                told = quorum_story(n.process.log_path, lines_per_node)
+                parts.append(f"-- {n.role} {n.node_id} ({state}):\n{told}")
+        return "\n".join(parts)
 
     def close(self, grace: float = 5.0) -> None:
         stop_together([n.process for n in self.nodes.values() if n.process is not None], grace)
@@ -299,19 +306,43 @@ class QuorumCluster:
         self.close()
 
 
-def _exit_story(process: PeerProcess) -> str:
-    """What a broker that exited said about reaching the controllers (its registration,
-    its channels to the active controller, every warning), then its last lines."""
+# Lines of a Kafka 4.x node's log that tell how it found the quorum: its raft state
+# changes, the voter set it learned, the controller its channels use, its registration,
+# lost connections, and every warning or error but a configuration notice.
+QUORUM_EVENTS = re.compile(
+    r"Completed transition to|Latest set of voters|Recorded new KRaft controller"
+    r"|BrokerLifecycleManager|Node -?\d+ disconnected|could not be established| ERROR | WARN "
+)
+CONFIG_NOTICE = re.compile(r"WARN kafka\.server\.KafkaConfig ")
+TIMESTAMP = re.compile(r"^\d\d:\d\d:\d\d\.\d+ ")
+# A logger's package and a "[RaftManager id=N] " prefix say nothing the story's heading
+# does not; without them a cut line keeps more of its message.
+NOISE = re.compile(r"(?<= )(?:org\.apache\.)?kafka\.(?:\w+\.)*(?=\w+ - )|\[RaftManager id=\d+\] ")
+
+
+def quorum_story(log_path: Path, limit: int = 10, width: int = 240) -> str:
+    """The last ``limit`` quorum events of a node's log (:data:`QUORUM_EVENTS`), each cut
+    to ``width`` characters; a run of lines that differ only in their time is its first
+    line and the count."""
     try:
-        lines = process.log_path.read_text(errors="replace").splitlines()
+        lines = log_path.read_text(errors="replace").splitlines()
     except OSError:
-        return ""
-    told = [
-        line
-        for line in lines
-        if " WARN " in line
-        or " ERROR " in line
-        or "BrokerLifecycleManager" in line
-        or "Recorded new KRaft controller" in line
-    ]
-    return "\n".join([*told[-60:], "...", *lines[-20:]])
+        return "(no log)"
+    folded: list[tuple[str, str, int]] = []  # (first line, line without its time, count)
+    for line in lines:
+        if not QUORUM_EVENTS.search(line) or CONFIG_NOTICE.search(line):
+            continue
+        line = NOISE.sub("", line)
+        bare = TIMESTAMP.sub("", line)
+        if folded and folded[-1][1] == bare:
+            first, _, count = folded[-1]
+            folded[-1] = (first, bare, count + 1)
+        else:
+            folded.append((line, bare, 1))
+    told = [first[:width] + (f"  [x{count}]" if count > 1 else "") for first, _, count in folded]
+    return "\n".join(told[-limit:]) or "(no quorum event logged)"
+
+
+def _exit_story(process: PeerProcess) -> str:
+    """What a broker that exited said about reaching the controllers, then its last lines."""
+    return f"{quorum_story(process.log_path, 60)}\n...\n{process.log_tail(20)}"
