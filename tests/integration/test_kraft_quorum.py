@@ -33,6 +33,7 @@ from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import run_java_tool
 from tests.peers.kraft_quorum import QuorumCluster
 from tests.peers.net import LOOPBACK, connected_peers, wait_until
+from tests.peers.procs import log_tail
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
@@ -142,7 +143,7 @@ def kproxy(
             # The nodes' own accounts last: a CI log shows only its tail.
             raise AssertionError(
                 f"{exc}\nkproxy's quorum view: {quorum_view(kp)}\n"
-                f"kproxy's log, last lines:\n{tail(kp.log(), 15)}\n"
+                f"kproxy's log, last lines:\n{log_tail(kp.log_path, 15)}\n"
                 f"what each node said:\n{quorum.story()}\n{exc}"
             ) from exc
         yield kp
@@ -164,10 +165,6 @@ def traffic(quorum: QuorumCluster, kproxy: KproxyProcess) -> Iterator[Traffic]:
 def quorum_view(kp: KproxyProcess) -> dict[str, Any]:
     view: dict[str, Any] = kp.topology()["quorum"]
     return view
-
-
-def tail(text: str, lines: int) -> str:
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def kproxy_addresses(quorum: QuorumCluster) -> set[str]:

@@ -30,6 +30,15 @@ _LIVE: weakref.WeakSet[PeerProcess] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
 
 
+def log_tail(path: Path, lines: int = 40) -> str:
+    """Last ``lines`` lines of a log file, "" when there is none (for error messages)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return "\n".join(data.decode(errors="replace").splitlines()[-lines:])
+
+
 def stop_all() -> None:
     """Stop every process started through :class:`PeerProcess` that is still running."""
     with _LIVE_LOCK:
@@ -152,11 +161,7 @@ class PeerProcess:
 
     def log_tail(self, lines: int = 40) -> str:
         """Last ``lines`` lines of the process log (for error messages)."""
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        return "\n".join(data.decode(errors="replace").splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
     def describe_failure(self) -> str:
         return (
