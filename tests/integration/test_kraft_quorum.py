@@ -139,10 +139,15 @@ def kproxy(
             for node_id in (11, 12):
                 quorum.start_node(node_id)
             quorum.wait_brokers_registered(180)
-        except (TimeoutError, RuntimeError) as exc:
+        except (TimeoutError, RuntimeError, OSError) as exc:
+            # kproxy gone (its admin port refusing) is a failure to tell as well.
+            try:
+                view: Any = quorum_view(kp)
+            except OSError as gone:
+                view = f"none, its admin port failed: {gone!r}"
             # The nodes' own accounts last: a CI log shows only its tail.
             raise AssertionError(
-                f"{exc}\nkproxy's quorum view: {quorum_view(kp)}\n"
+                f"{exc}\nkproxy's quorum view: {view}\n"
                 f"kproxy's log, last lines:\n{log_tail(kp.log_path, 15)}\n"
                 f"what each node said:\n{quorum.story()}\n{exc}"
             ) from exc
