@@ -108,19 +108,18 @@ class HotPathMetrics(Collector):
             self.response(key, done - seen.received, seen.upstream_seconds)
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
-        table = self._table(direction)
+        # The table picked inline, not by a call: this runs for every frame.
+        if direction == REQUEST:
+            table = self.requests
+        elif direction == RESPONSE:
+            table = self.responses_out
+        else:
+            raise ValueError(f"unknown frame direction {direction!r}")
         counts = table.get(api_key)
         if counts is None:
             counts = table[api_key] = _FrameCounts()
         counts.frames += 1
         counts.bytes += size
-
-    def _table(self, direction: str) -> dict[int, _FrameCounts]:
-        if direction == REQUEST:
-            return self.requests
-        if direction == RESPONSE:
-            return self.responses_out
-        raise ValueError(f"unknown frame direction {direction!r}")
 
     def response(self, api_key: int, total_seconds: float, upstream_seconds: float) -> None:
         latency = self.latency.get(api_key)

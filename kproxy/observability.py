@@ -26,6 +26,7 @@ from kproxy.events import (
     format_ts,
     instance_id,
 )
+from kproxy.hot_metrics import REQUEST, RESPONSE
 from kproxy.leadership import NO_FACTS, LeaderTable, topic_id_text
 from kproxy.metrics import KproxyMetrics
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from kproxy.config import Settings
+    from kproxy.session.inflight import InFlight
 
 log = logging.getLogger("kproxy.observability")
 
@@ -185,6 +187,18 @@ class Observability(ProxyObserver):
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
         self.hot.frame(api_key, direction, size)
+
+    # The fast lane's two hooks go straight to the hot-path counts; ProxyObserver's reach
+    # them through `frame`, a call more on every frame of a busy connection.
+    def request_forwarded(self, api_key: int, size: int) -> None:
+        self.hot.frame(api_key, REQUEST, size)
+
+    def response_forwarded(
+        self, req: InFlight, size: int, upstream_seconds: float, done: float
+    ) -> None:
+        key = req.api_key
+        self.hot.frame(key, RESPONSE, size)
+        self.response(key, req.version, req.client_id, done - req.received, upstream_seconds)
 
     def response(
         self,

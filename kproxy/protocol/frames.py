@@ -204,7 +204,9 @@ class FrameReader:
         """Whether `data` is one whole frame and nothing else, as ``bytes``, with nothing
         of another frame in hand and the stream's first frame already checked: what
         `feed_through` would return as that one frame, with `whole` set."""
-        if type(data) is not bytes or not self.between_frames:
+        # between_frames, read inline: a property call is most of this test's cost in
+        # pure Python, and it runs on every read of a busy connection.
+        if type(data) is not bytes or self._need >= 0 or self._head or self._first:
             return False
         n = len(data)
         return n >= 4 and int32_at(data, 0) + 4 == n and n - 4 <= self.max_frame_bytes

@@ -34,7 +34,9 @@ def produce_acks(frame: bytes | memoryview, body_offset: int, stop: int, version
                 pos += n
         if pos + 2 > stop:
             raise MalformedMessage("produce request truncated before acks")
-        return int16_in(frame, pos)
+        # int16_in, inline: read for every Produce request the fast lane takes.
+        acks: int = frame[pos] << 8 | frame[pos + 1]
+        return acks - 0x10000 if acks >= 0x8000 else acks
     except IndexError as exc:  # the frame ends inside the transactional id's length
         raise MalformedMessage(f"malformed produce request: {exc}") from exc
 
