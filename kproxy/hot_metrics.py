@@ -52,6 +52,25 @@ class _Latency:
         self.total_sum = 0.0
         self.upstream_sum = 0.0
 
+    def add(self, bounds: list[float], total_seconds: float, upstream_seconds: float) -> None:
+        """One response's two latencies, each in the first bucket whose bound is >= it (a
+        bucket counts values <= its bound; the last, +Inf, the rest): `bisect_left`'s
+        answer, found by a scan from the lowest bound, because nearly every latency
+        falls in the first few buckets, and compiled it is a loop over machine floats
+        where bisect_left is a call on boxed ones. Both scans inline: this runs for
+        every response."""
+        n = len(bounds)
+        i = 0
+        while i < n and bounds[i] < total_seconds:
+            i += 1
+        self.total_buckets[i] += 1
+        self.total_sum += total_seconds
+        i = 0
+        while i < n and bounds[i] < upstream_seconds:
+            i += 1
+        self.upstream_buckets[i] += 1
+        self.upstream_sum += upstream_seconds
+
 
 class _FrameCounts:
     """One API's frames and bytes in one direction (native integers when compiled)."""
@@ -61,18 +80,6 @@ class _FrameCounts:
     def __init__(self) -> None:
         self.frames = 0
         self.bytes = 0
-
-
-def _bucket(bounds: list[float], value: float) -> int:
-    """The first bucket whose bound is >= `value` (a bucket counts values <= its bound),
-    len(bounds) for +Inf: `bisect_left`'s answer. A scan from the lowest bound, because
-    nearly every latency falls in the first few buckets, and compiled it is a loop over
-    machine floats where bisect_left is a call on boxed ones."""
-    i = 0
-    n = len(bounds)
-    while i < n and bounds[i] < value:
-        i += 1
-    return i
 
 
 class HotPathMetrics(Collector):
@@ -103,9 +110,7 @@ class HotPathMetrics(Collector):
         """Each response's frame and latencies, all written to the client at `done`: one
         call for what a read from the broker released."""
         for seen in responses:
-            key = seen.api_key
-            self.frame(key, RESPONSE, seen.size)
-            self.response(key, done - seen.received, seen.upstream_seconds)
+            self.response_out(seen.api_key, seen.size, done - seen.received, seen.upstream_seconds)
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
         # The table picked inline, not by a call: this runs for every frame.
@@ -122,14 +127,26 @@ class HotPathMetrics(Collector):
         counts.bytes += size
 
     def response(self, api_key: int, total_seconds: float, upstream_seconds: float) -> None:
+        """One response's latencies (its frame counted by `frame`)."""
         latency = self.latency.get(api_key)
         if latency is None:
             latency = self.latency[api_key] = _Latency(len(self.bounds))
-        bounds = self.bounds
-        latency.total_buckets[_bucket(bounds, total_seconds)] += 1
-        latency.total_sum += total_seconds
-        latency.upstream_buckets[_bucket(bounds, upstream_seconds)] += 1
-        latency.upstream_sum += upstream_seconds
+        latency.add(self.bounds, total_seconds, upstream_seconds)
+
+    def response_out(
+        self, api_key: int, size: int, total_seconds: float, upstream_seconds: float
+    ) -> None:
+        """One response frame written to the client and its latencies: `frame` and
+        `response` in one call, for every response (their tables read inline)."""
+        counts = self.responses_out.get(api_key)
+        if counts is None:
+            counts = self.responses_out[api_key] = _FrameCounts()
+        counts.frames += 1
+        counts.bytes += size
+        latency = self.latency.get(api_key)
+        if latency is None:
+            latency = self.latency[api_key] = _Latency(len(self.bounds))
+        latency.add(self.bounds, total_seconds, upstream_seconds)
 
     def response_streamed(self, api_key: int, tail: str) -> None:
         """A response forwarded as it arrived; `tail` is what its tail became."""

@@ -26,7 +26,7 @@ from kproxy.events import (
     format_ts,
     instance_id,
 )
-from kproxy.hot_metrics import REQUEST, RESPONSE
+from kproxy.hot_metrics import REQUEST
 from kproxy.leadership import NO_FACTS, LeaderTable, topic_id_text
 from kproxy.metrics import KproxyMetrics
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
@@ -197,9 +197,12 @@ class Observability(ProxyObserver):
     def response_forwarded(
         self, req: InFlight, size: int, upstream_seconds: float, done: float
     ) -> None:
-        key = req.api_key
-        self.hot.frame(key, RESPONSE, size)
-        self.response(key, req.version, req.client_id, done - req.received, upstream_seconds)
+        total = done - req.received
+        self.hot.response_out(req.api_key, size, total, upstream_seconds)
+        # `response`'s sampling, inline: this runs for every response the lane forwards.
+        rate = self.sample_rate
+        if rate > 0.0 and req.client_id != self.own_client_id and self._sample() < rate:
+            self._request_sample(req.api_key, req.version, req.client_id, total, upstream_seconds)
 
     def response(
         self,

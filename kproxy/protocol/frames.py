@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Final, TypeGuard
 
 from kproxy.protocol.errors import FrameTooLarge, NegativeFrameSize, NotKafka
-from kproxy.protocol.primitives import INT32, int32_at
+from kproxy.protocol.primitives import INT32
 
 _size: Final = INT32.unpack_from
 # A piece of an incomplete frame at least this long is kept by reference, not copied.
@@ -209,7 +209,12 @@ class FrameReader:
         if type(data) is not bytes or self._need >= 0 or self._head or self._first:
             return False
         n = len(data)
-        return n >= 4 and int32_at(data, 0) + 4 == n and n - 4 <= self.max_frame_bytes
+        if n < 4:
+            return False
+        # int32_at, inline (a call in pure Python); a negative size (top bit set) never
+        # equals n - 4.
+        size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
+        return size + 4 == n and size <= self.max_frame_bytes
 
     def _feed(self, data: bytes | bytearray | memoryview, stream: bool) -> list[Any]:
         frames: list[Any] = []

@@ -47,61 +47,68 @@ def produce_response_is_plain(buf: bytes, pos: int, stop: int, version: int) -> 
     ``stop`` read nothing beyond it (in a read of several frames, the next one)."""
     if not FIRST_VERSION <= version <= LAST_VERSION:
         return False
+    # The scan is this function's body, not a helper the try wraps: a call less for
+    # every Produce response in pure Python.
     try:
-        return _scan(buf, pos, version) == stop
-    except _FAILED:
-        return False
-
-
-def _scan(buf: bytes, pos: int, version: int) -> int:
-    """The end of a plain body, or -1 as soon as it is not plain."""
-    flexible = version >= 9
-    # Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset (v5+)
-    fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
-    topics, pos = count_at(buf, pos, flexible)
-    for _ in range(topics):
-        if version >= 13:
-            pos += 16  # TopicId
+        flexible = version >= 9
+        # Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset (v5+)
+        fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
+        # Each count read inline when it is a one-byte compact count of at least one element
+        # (every small response's), else by count_at: a call per count in pure Python.
+        topics = buf[pos] - 1
+        if flexible and 0 <= topics < 0x7F:
+            pos += 1
         else:
-            if flexible:
-                size = buf[pos]
-                if size < 0x80:
-                    pos += 1
-                else:
-                    size, pos = read_uvarint(buf, pos)
-                size -= 1
+            topics, pos = count_at(buf, pos, flexible)
+        for _ in range(topics):
+            if version >= 13:
+                pos += 16  # TopicId
             else:
-                size = int16_at(buf, pos)
-                pos += 2
-            if size < 0:
-                return -1  # a null name (never valid): let the walker say so
-            pos += size
-        partitions, pos = count_at(buf, pos, flexible)
-        for _ in range(partitions):
-            if buf[pos + 4] or buf[pos + 5]:
-                return -1  # an error (ErrorCode, after the partition's Index)
-            pos += fixed
-            if version >= 8:
                 if flexible:
-                    # RecordErrors empty (count 0 + 1), ErrorMessage null (0), and no
-                    # tagged field (0): CurrentLeader absent.
-                    if buf[pos] != 1 or buf[pos + 1] != 0 or buf[pos + 2] != 0:
-                        return -1
-                    pos += 3
+                    size = buf[pos]
+                    if size < 0x80:
+                        pos += 1
+                    else:
+                        size, pos = read_uvarint(buf, pos)
+                    size -= 1
                 else:
-                    # RecordErrors empty (int32 0), ErrorMessage null (int16 -1).
-                    if buf[pos] or buf[pos + 1] or buf[pos + 2] or buf[pos + 3]:
-                        return -1
-                    if buf[pos + 4] != 0xFF or buf[pos + 5] != 0xFF:
-                        return -1
-                    pos += 6
+                    size = int16_at(buf, pos)
+                    pos += 2
+                if size < 0:
+                    return False  # a null name (never valid): let the walker say so
+                pos += size
+            partitions = buf[pos] - 1
+            if flexible and 0 <= partitions < 0x7F:
+                pos += 1
+            else:
+                partitions, pos = count_at(buf, pos, flexible)
+            for _ in range(partitions):
+                if buf[pos + 4] or buf[pos + 5]:
+                    return False  # an error (ErrorCode, after the partition's Index)
+                pos += fixed
+                if version >= 8:
+                    if flexible:
+                        # RecordErrors empty (count 0 + 1), ErrorMessage null (0), and no
+                        # tagged field (0): CurrentLeader absent.
+                        if buf[pos] != 1 or buf[pos + 1] != 0 or buf[pos + 2] != 0:
+                            return False
+                        pos += 3
+                    else:
+                        # RecordErrors empty (int32 0), ErrorMessage null (int16 -1).
+                        if buf[pos] or buf[pos + 1] or buf[pos + 2] or buf[pos + 3]:
+                            return False
+                        if buf[pos + 4] != 0xFF or buf[pos + 5] != 0xFF:
+                            return False
+                        pos += 6
+            if flexible:
+                if buf[pos] != 0:
+                    return False  # a topic-level tagged field
+                pos += 1
+        pos += 4  # ThrottleTimeMs
         if flexible:
             if buf[pos] != 0:
-                return -1  # a topic-level tagged field
+                return False  # a top-level tagged field: NodeEndpoints
             pos += 1
-    pos += 4  # ThrottleTimeMs
-    if flexible:
-        if buf[pos] != 0:
-            return -1  # a top-level tagged field: NodeEndpoints
-        pos += 1
-    return pos
+        return pos == stop
+    except _FAILED:
+        return False

@@ -38,7 +38,7 @@ from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.fetch_scan import fetch_response_is_plain
 from kproxy.protocol.frames import FrameReader
-from kproxy.protocol.primitives import int16_at, int32_at
+from kproxy.protocol.primitives import int32_at
 from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.requests import produce_acks
 from kproxy.session.inflight import InFlight
@@ -124,21 +124,28 @@ class FastLane:
     def _request(self, data: bytes, start: int, stop: int, now: float) -> int:
         """`request_alone`'s test and record, for the whole request framed at
         data[start:stop] (at least 14 bytes, within the frame limit)."""
-        # Size, api key, version, correlation id, client id length (header v1/v2).
-        key = int16_at(data, start + 4)
-        version = int16_at(data, start + 6)
-        correlation_id = int32_at(data, start + 8)
-        n = int16_at(data, start + 12)
-        headers = _LANE_REQUESTS.get((key << 16) | (version & 0xFFFF))
+        # Size, api key, version, correlation id, client id length (header v1/v2), read
+        # inline: in pure Python each int16_at or int32_at is a call, on every request.
+        # The api key and version are read unsigned: a negative one (0x8000 and
+        # up) matches no entry of _LANE_REQUESTS.
+        key = data[start + 4] << 8 | data[start + 5]
+        version = data[start + 6] << 8 | data[start + 7]
+        headers = _LANE_REQUESTS.get((key << 16) | version)
         if headers is None or key in self.refused_apis or key in self.policy.denied:
             return -1
         inflight = self.inflight
         # The general path pauses reading once the table is full: not the lane's case.
         if len(inflight) + 1 >= self.max_in_flight:
             return -1
+        correlation_id = (
+            data[start + 8] << 24 | data[start + 9] << 16 | data[start + 10] << 8 | data[start + 11]
+        )
+        if correlation_id >= 0x80000000:
+            correlation_id -= 0x100000000
+        n = data[start + 12] << 8 | data[start + 13]
         end = start + 14 + n
-        if n < 0:
-            if n != -1:
+        if n >= 0x8000:  # negative: a null client id (-1), or malformed
+            if n != 0xFFFF:
                 return -1
             client_id = None
             end = start + 14
@@ -244,7 +251,12 @@ class FastLane:
     def _response(self, data: bytes, start: int, stop: int) -> InFlight | None:
         """`response_alone`'s test, for the whole response framed at data[start:stop]
         (at least 8 bytes): the request it answers, popped from the table."""
-        correlation_id = int32_at(data, start + 4)
+        # int32_at, inline: read for every response the lane is offered.
+        correlation_id = (
+            data[start + 4] << 24 | data[start + 5] << 16 | data[start + 6] << 8 | data[start + 7]
+        )
+        if correlation_id >= 0x80000000:
+            correlation_id -= 0x100000000
         req = self.inflight.peek(correlation_id)
         if req is None:
             return None
