@@ -482,6 +482,30 @@ def test_the_lane_leaves_a_denied_api_and_the_last_in_flight_slot() -> None:
     assert full.taken == 1
 
 
+@pytest.mark.parametrize("corr", [-1, -5, -(1 << 31), (1 << 31) - 1])
+def test_the_lane_keys_a_signed_correlation_id_as_the_general_path_does(corr: int) -> None:
+    """The lane reads the correlation id inline; a negative one must key the in-flight
+    table as the general path's struct read does, so that a request either path took
+    is answered through the other."""
+    lane_first = warmed()
+    assert lane_first.session.request_alone(heartbeat_request(corr), 1.0) >= 0
+    step = lane_first.session.upstream_bytes(heartbeat_response(corr), 1.0)
+    assert [r.api_key for r in step.responses] == [HEARTBEAT]
+    assert len(lane_first.session.inflight) == 0
+    general_first = warmed()
+    assert general_first.session.client_bytes(heartbeat_request(corr), 1.0).requests
+    req = general_first.session.response_alone(heartbeat_response(corr))
+    assert req is not None and req.api_key == HEARTBEAT
+    assert len(general_first.session.inflight) == 0
+
+
+@pytest.mark.parametrize(("key", "version"), [(-1, 0), (-HEARTBEAT, 4), (HEARTBEAT, -1)])
+def test_the_lane_leaves_an_api_key_or_version_with_its_top_bit_set(key: int, version: int) -> None:
+    driven = warmed()
+    assert driven.session.request_alone(request_with(key, version, 1), 1.0) == -1
+    assert len(driven.session.inflight) == 0
+
+
 def test_the_lane_takes_the_whole_frames_at_the_front_of_one_read() -> None:
     """A read of several whole frames: the lane takes them one by one up to the first it
     leaves; that one and the rest go to the general path, in order."""
