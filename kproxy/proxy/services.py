@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import Callable
 
 from kproxy.protocol.apis import api_name
 from kproxy.proxy.discovery import ClusterDiscovery, NodeReports
@@ -52,6 +53,10 @@ class ConnectionServices:
         self.reports = reports
         self.registry = registry
         self.observer = observer
+        # One response the fast lane forwarded (nothing in it but its frame and
+        # latencies to report), after the write. Once the cluster has been reached, the
+        # observer's hook itself: a call less on every response.
+        self.observe_response: Callable[[InFlight, int, float, float], None] = self._first_response
         # Bound once: a bound method made per connection is 64 bytes every idle one holds.
         self.awaits_success = observer.awaits_success
         self.limits = limits
@@ -129,17 +134,18 @@ class ConnectionServices:
         )
         conn.close("tls_handshake_failed")
 
-    def observe_response(
+    def _first_response(
         self, req: InFlight, size: int, upstream_seconds: float, done: float
     ) -> None:
-        """One response the fast lane forwarded (nothing in it but its frame and
-        latencies to report), after the write."""
+        """`observe_response` until a response has been relayed: then the observer's
+        own hook."""
         if not self._relayed:
             self._relay_began()
         self.observer.response_forwarded(req, size, upstream_seconds, done)
 
     def _relay_began(self) -> None:
         self._relayed = True
+        self.observe_response = self.observer.response_forwarded
         self.discovery.mark_reached()
 
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:

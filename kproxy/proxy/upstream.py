@@ -11,6 +11,7 @@ import asyncio
 import errno
 import logging
 import ssl
+from collections.abc import Callable
 from typing import Protocol, cast
 
 from kproxy.describe import describe
@@ -62,13 +63,20 @@ def failure_reason(exc: BaseException) -> str:
     return "refused"
 
 
-class UpstreamConnection(asyncio.Protocol):
-    """The broker side of a proxied connection."""
+class UpstreamConnection(asyncio.BaseProtocol):
+    """The broker side of a proxied connection: an `asyncio.Protocol` in all but name
+    (its data_received is an attribute, which the typed base class would refuse)."""
 
-    __slots__ = ("_paused", "client", "transport")
+    __slots__ = ("_paused", "client", "data_received", "transport")
+
+    # What the broker sends goes straight to the client connection: the loop keeps the
+    # protocol's data_received (uvloop binds it once, as it makes the transport), and a method
+    # here that only passed the bytes on was a Python call more on every response.
+    data_received: Callable[[bytes], None]
 
     def __init__(self, client: ClientConnection) -> None:
         self.client = client
+        self.data_received = client.upstream_bytes
         self.transport: asyncio.Transport | None = None
         self._paused = False
 
@@ -78,8 +86,9 @@ class UpstreamConnection(asyncio.Protocol):
         self.transport = transport
         transport.set_write_buffer_limits(high=self.client.services.write_buffer_high)
 
-    def data_received(self, data: bytes) -> None:
-        self.client.upstream_bytes(data)
+    def eof_received(self) -> bool | None:
+        """The broker closed its side: the transport closes (`connection_lost` follows)."""
+        return None
 
     def pause_writing(self) -> None:
         self.client.upstream_full(True)
