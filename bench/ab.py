@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.report import per_message, rounds_of, series
 from bench.stats import ratio_summary, summarize
+from bench.steal import run_steal
 
 REPO = Path(__file__).resolve().parents[1]
 KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base")
@@ -357,6 +358,7 @@ def main_ab(args: argparse.Namespace) -> int:
           f"{opts.out_json}")  # fmt: skip
     for line in summary_lines(results, args.workload):
         print(line)
+    print(f"CPU taken by the host (steal) per run: {run_steal(results, args.workload)}")
     still = stability_lines(results)
     if still:
         print()

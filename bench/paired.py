@@ -29,6 +29,7 @@ from typing import Any
 from bench.paired_workloads import WARMUP
 from bench.proxy_meter import ProxyMeter
 from bench.run import Harness, Options, Workload, _one_line, run_generator
+from bench.steal import StealMeter
 from bench.upstreams import FORWARDING_PATHS, Upstream, prefill
 
 #: ``--paired`` without a number: each kind's turns a path a round. Latency round trips
@@ -126,10 +127,13 @@ class PairedHarness(Harness):
             bootstrap = up.direct_bootstrap() if proxy is None else proxy.bootstrap
             targets.append([path, bootstrap, topic])
         meters = {path: ProxyMeter(proxies.get(path)) for path, _b, _t in targets}
+        steal = StealMeter()
         results = self._generate(wl, targets)
+        stolen = steal.share()  # the round's, every path's turns within it
         for path, _bootstrap, _topic in targets:
             result = results[path]
-            record: dict[str, Any] = {"round": r, "path": path, "ok": True, "result": result}
+            record: dict[str, Any] = {"round": r, "path": path, "ok": True, "result": result,
+                                      "steal": stolen}  # fmt: skip
             proxy_rec, kproxy_rec = meters[path].records(float(result.get("bytes") or 0))
             if proxy_rec is not None:
                 record["proxy"] = proxy_rec

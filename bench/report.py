@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.stats import ORDER, ratio_summary, summarize
+from bench.steal import run_steal
 
 #: The path the targets are judged on (kproxy's default event loop).
 KPROXY = "kproxy-uvloop"
@@ -338,6 +339,7 @@ def render_markdown(
         ["python", str(machine.get("python"))],
         ["load average at start / end",
          f"{', '.join(f'{x:.2f}' for x in load)} / {', '.join(f'{x:.2f}' for x in load_end)}"],
+        ["CPU taken by the host (steal) per run", run_steal(results)],
     ]  # fmt: skip
     rows += [[name, str(v) if v is not None else "not installed"] for name, v in versions.items()]
     lines += _table(["", ""], rows)

@@ -57,6 +57,7 @@ from bench.recorders import (
     syscall_counts,
 )
 from bench.stats import ORDER, round_order
+from bench.steal import StealMeter
 from bench.upstreams import (
     ALL_PATHS,
     DEFAULT_PATHS,
@@ -629,7 +630,9 @@ class Harness:
                 data = self.opts.native_profile_dir / name.replace(".txt", ".perf.data")
                 native = perf_record(pid, data)
                 recorders.append(native)
+            steal = StealMeter()
             result = self.generate(wl, up, side, bootstrap, topic, pid)
+            record["steal"] = steal.share()
             _stop(recorders)
             proxy_rec, kproxy_rec = meter.records(float(result.get("bytes") or 0))
             if proxy_rec is not None:

@@ -170,6 +170,8 @@ def test_a_paired_round_records_every_path_as_a_run_of_its_own(
     for r in runs:
         assert r["ok"], r
         assert r["result"]["messages"] == 400
+        # The host's steal over the round's turns, every path's (bench.steal).
+        assert 0.0 <= r["steal"] <= 1.0
         assert len(r["result"]["turn_values"]) == 2
     for r in runs[1::2]:
         assert r["proxy"]["cpu_seconds"] > 0
