@@ -1,11 +1,11 @@
 """CPU time the host took from this virtual machine while a run measured ("steal").
 
 On a shared host the hypervisor runs other guests on this machine's cores; the time a
-core was ready to run here and did not is counted as steal in /proc/stat. A round in
-which the host took a fifth of the CPU makes every path slower and costlier per byte,
-Python more than haproxy (its working set is larger and the caches come back cold), so
-each run records the share of CPU time stolen while it ran, and the results page gives
-it: a figure measured under heavy steal is read as such.
+core was ready to run here and did not is counted as steal in /proc/stat. Rounds under
+heavy steal ran every path slower and costlier per message, kproxy more than haproxy
+(bench/README.md gives an A/B under 28.5% steal), so each run records the share of CPU
+time stolen while it ran, and the results page gives it: a figure measured under heavy
+steal is read as such.
 """
 
 from __future__ import annotations

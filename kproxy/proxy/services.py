@@ -137,10 +137,9 @@ class ConnectionServices:
     def _first_response(
         self, req: InFlight, size: int, upstream_seconds: float, done: float
     ) -> None:
-        """`observe_response` until a response has been relayed: then the observer's
-        own hook."""
-        if not self._relayed:
-            self._relay_began()
+        """`observe_response` until a response has been relayed (`_relay_began` then
+        rebinds it to the observer's own hook, so this runs only before)."""
+        self._relay_began()
         self.observer.response_forwarded(req, size, upstream_seconds, done)
 
     def _relay_began(self) -> None:
