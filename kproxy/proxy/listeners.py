@@ -51,7 +51,12 @@ class ListenerSet:
             self.bind_host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
         family, _, _, _, addr = infos[0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP stated, not left 0: a connection accepted here inherits it, and the
+        # standard asyncio loop turns Nagle's algorithm off only on sockets that name it
+        # (`base_events._set_nodelay`). With Nagle on, the last small write of a burst
+        # waits for the peer's delayed ACK (40 ms on Linux). uvloop sets TCP_NODELAY
+        # on every TCP transport either way.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(addr)

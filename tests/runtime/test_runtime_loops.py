@@ -10,6 +10,7 @@ the others.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import struct
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from kio.schema.metadata.v12.response import MetadataResponse
 
 from kproxy.config import Settings, parse_config
 from kproxy.observability import Observability
+from kproxy.proxy.client import ClientConnection
 from kproxy.proxy.loop import new_event_loop
 from kproxy.proxy.proxy import Proxy
 from tests.kio_support import decode_response_frame, encode_request_frame
@@ -291,6 +293,50 @@ def test_sni_serves_every_node_on_one_port_by_name(loop_name: str, tmp_path: Any
                     1: f"broker-1.kproxy.test:{port}",
                     7: f"broker-7.kproxy.test:{port}",
                 }
+            finally:
+                await proxy.stop(0.5)
+                observer.close()
+
+    run_on(loop_name, main)
+
+
+def _nodelay(transport: asyncio.BaseTransport | None) -> int:
+    assert transport is not None
+    sock = transport.get_extra_info("socket")
+    return int(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_nagle_is_off_on_both_sides_of_every_connection(loop_name: str, tmp_path: Any) -> None:
+    """Every socket kproxy holds for a connection, the client's (accepted on the
+    bootstrap and on a node listener) and the broker's, has TCP_NODELAY set: with Nagle
+    on, the last small write of a burst waits for the peer's delayed ACK (40 ms). The
+    standard loop sets it only on accepted sockets whose protocol is IPPROTO_TCP."""
+
+    async def main() -> None:
+        async with scripted_broker([]) as broker_port:
+            settings = settings_for(broker_port, loop_name, str(tmp_path))
+            observer = Observability(settings, runtime_collectors=False)
+            proxy = Proxy(settings, observer)
+            await proxy.start()
+            try:
+                await metadata_round_trip(proxy.bootstrap_port, 1)
+                node_port = proxy.listeners.by_name["node-1"].port
+                reader, writer = await asyncio.open_connection("127.0.0.1", node_port)
+                try:
+                    await metadata_exchange(reader, writer, 2, "held-open")
+                    held = [
+                        c
+                        for c in proxy.registry.connections
+                        if isinstance(c, ClientConnection) and c.upstream is not None
+                    ]
+                    assert held, "the open connection is not in the registry"
+                    for conn in held:
+                        assert _nodelay(conn.transport) == 1
+                        assert conn.upstream is not None
+                        assert _nodelay(conn.upstream.transport) == 1
+                finally:
+                    writer.close()
             finally:
                 await proxy.stop(0.5)
                 observer.close()
