@@ -13,8 +13,8 @@ import asyncio
 import socket
 import ssl
 import struct
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
@@ -65,6 +65,19 @@ def config_for(broker_port: int, loop_name: str, tmp_events: str) -> dict[str, A
 
 def settings_for(broker_port: int, loop_name: str, tmp_events: str) -> Settings:
     return parse_config(config_for(broker_port, loop_name, tmp_events))
+
+
+@asynccontextmanager
+async def serving(settings: Settings) -> AsyncIterator[tuple[Proxy, Observability]]:
+    """kproxy started on the running loop, stopped and its observer closed after."""
+    observer = Observability(settings, runtime_collectors=False)
+    proxy = Proxy(settings, observer)
+    await proxy.start()
+    try:
+        yield proxy, observer
+    finally:
+        await proxy.stop(0.5)
+        observer.close()
 
 
 async def metadata_exchange(
@@ -128,10 +141,7 @@ def test_garbage_closes_only_its_own_connection(loop_name: str, tmp_path: Any) -
     async def main() -> None:
         async with scripted_broker([]) as broker_port:
             settings = settings_for(broker_port, loop_name, str(tmp_path))
-            observer = Observability(settings, runtime_collectors=False)
-            proxy = Proxy(settings, observer)
-            await proxy.start()
-            try:
+            async with serving(settings) as (proxy, observer):
                 healthy_reader, healthy_writer = await asyncio.open_connection(
                     "127.0.0.1", proxy.bootstrap_port
                 )
@@ -148,9 +158,6 @@ def test_garbage_closes_only_its_own_connection(loop_name: str, tmp_path: Any) -
                 frame = await metadata_exchange(healthy_reader, healthy_writer, 1, "healthy")
                 assert len(frame) > 4
                 healthy_writer.close()
-            finally:
-                await proxy.stop(0.5)
-                observer.close()
 
     run_on(loop_name, main)
 
@@ -316,10 +323,7 @@ def test_nagle_is_off_on_both_sides_of_every_connection(loop_name: str, tmp_path
     async def main() -> None:
         async with scripted_broker([]) as broker_port:
             settings = settings_for(broker_port, loop_name, str(tmp_path))
-            observer = Observability(settings, runtime_collectors=False)
-            proxy = Proxy(settings, observer)
-            await proxy.start()
-            try:
+            async with serving(settings) as (proxy, _observer):
                 await metadata_round_trip(proxy.bootstrap_port, 1)
                 node_port = proxy.listeners.by_name["node-1"].port
                 reader, writer = await asyncio.open_connection("127.0.0.1", node_port)
@@ -337,8 +341,5 @@ def test_nagle_is_off_on_both_sides_of_every_connection(loop_name: str, tmp_path
                         assert _nodelay(conn.upstream.transport) == 1
                 finally:
                     writer.close()
-            finally:
-                await proxy.stop(0.5)
-                observer.close()
 
     run_on(loop_name, main)
