@@ -325,21 +325,28 @@ def test_nagle_is_off_on_both_sides_of_every_connection(loop_name: str, tmp_path
             settings = settings_for(broker_port, loop_name, str(tmp_path))
             async with serving(settings) as (proxy, _observer):
                 await metadata_round_trip(proxy.bootstrap_port, 1)
-                node_port = proxy.listeners.by_name["node-1"].port
-                reader, writer = await asyncio.open_connection("127.0.0.1", node_port)
+                ports = [proxy.bootstrap_port, proxy.listeners.by_name["node-1"].port]
+                held = [await asyncio.open_connection("127.0.0.1", port) for port in ports]
                 try:
-                    await metadata_exchange(reader, writer, 2, "held-open")
-                    held = [
+                    client_ports: set[int] = set()
+                    for corr, (reader, writer) in enumerate(held, start=2):
+                        await metadata_exchange(reader, writer, corr, "held-open")
+                        client_ports.add(writer.get_extra_info("sockname")[1])
+                    # kproxy's side of each held connection, found by the client's port.
+                    ours = [
                         c
                         for c in proxy.registry.connections
-                        if isinstance(c, ClientConnection) and c.upstream is not None
+                        if isinstance(c, ClientConnection)
+                        and c.address is not None
+                        and c.address[1] in client_ports
                     ]
-                    assert held, "the open connection is not in the registry"
-                    for conn in held:
+                    assert len(ours) == len(held)
+                    for conn in ours:
                         assert _nodelay(conn.transport) == 1
                         assert conn.upstream is not None
                         assert _nodelay(conn.upstream.transport) == 1
                 finally:
-                    writer.close()
+                    for _reader, writer in held:
+                        writer.close()
 
     run_on(loop_name, main)
