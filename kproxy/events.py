@@ -176,6 +176,7 @@ class EventLog:
         # are atomic, so neither side takes a lock or wakes the other.
         self._queue: deque[_Item] = deque()
         self._writing = False  # the writer holds events taken off the queue
+        self._in_hand = 0  # events the writer took off the queue and has not yet written
         self._wake = threading.Event()  # close() and flush() wake the writer early
         self._clock = clock
         self._closed = False
@@ -228,6 +229,13 @@ class EventLog:
     @property
     def queued(self) -> int:
         return len(self._queue)
+
+    @property
+    def pending(self) -> int:
+        """Events emitted and not yet handed to every sink: the queue and the batch the
+        writer holds. 0 means every event emitted so far is in the sinks' hands (a file
+        line written, a record with librdkafka); never less than the truth."""
+        return len(self._queue) + self._in_hand
 
     def start(self) -> None:
         if self._thread is None:
@@ -284,9 +292,12 @@ class EventLog:
             self._writing = True
             try:
                 while q:
-                    batch = [q.popleft() for _ in range(min(len(q), _BATCH_MAX))]
-                    self._write(batch)
+                    n = min(len(q), _BATCH_MAX)
+                    self._in_hand = n  # before the pops, so that `pending` never undercounts
+                    self._write([q.popleft() for _ in range(n)])
+                    self._in_hand = 0
             finally:
+                self._in_hand = 0
                 self._writing = False
             self._tick()
             if stop:

@@ -248,6 +248,14 @@ EVENTS_DROPPED = MetricSpec(
     "Events a sink never got or could not write: the event queue or librdkafka's buffer "
     "full, a file not writable, an event not delivered in time.",
 )
+EVENTS_PENDING = MetricSpec(
+    "kproxy_events_pending",
+    GAUGE,
+    (),
+    "Events emitted and not yet handed to the sinks (the queue the writer drains five "
+    "times a second, and the batch it is writing). Near 0 normally; near "
+    "events.queue_size, new events are being dropped.",
+)
 CLUSTER_REACHED = MetricSpec(
     "kproxy_cluster_reached",
     GAUGE,

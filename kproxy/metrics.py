@@ -115,6 +115,7 @@ class KproxyMetrics:
         self.config_info = cast(Gauge, made[specs.CONFIG_INFO])
         self.events_written = cast(Counter, made[specs.EVENTS_WRITTEN])
         self.events_dropped = cast(Counter, made[specs.EVENTS_DROPPED])
+        self.events_pending = cast(Gauge, made[specs.EVENTS_PENDING])
         self.cluster_reached = cast(Gauge, made[specs.CLUSTER_REACHED])
         self.quorum_leader = cast(Gauge, made[specs.QUORUM_LEADER])
         self.quorum_epoch = cast(Gauge, made[specs.QUORUM_EPOCH])

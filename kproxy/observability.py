@@ -125,6 +125,8 @@ class Observability(ProxyObserver):
         )
         for report in event_log.reports:  # each sink's series exists from the start, at 0
             self.metrics.events_dropped.labels(report.name)
+        # Read at scrape time: the event loop's emit stays a deque append.
+        self.metrics.events_pending.set_function(lambda: event_log.pending)
         return event_log
 
     def start_events(self, proxy_bootstrap: str) -> None:

@@ -359,6 +359,40 @@ def test_dropped_events_are_counted_in_the_metric(tmp_path: Path) -> None:
     assert o.metrics.value("kproxy_nodes_discovered_total") == 1
 
 
+def test_pending_counts_the_queue_and_the_batch_the_writer_holds(tmp_path: Path) -> None:
+    """`kproxy_events_pending` is 0 only once every event emitted so far is in its sinks'
+    hands: a batch taken off the queue but not yet written still counts (what a reader
+    that waits for the sinks to catch up relies on)."""
+    o = Observability(settings_for(tmp_path, request_sample_rate=0.0), runtime_collectors=False)
+    assert o.events is not None
+    log = o.events
+    sink = log.sinks[0]
+    entered, release = threading.Event(), threading.Event()
+    write = sink.write
+
+    def held_write(records: Any) -> None:
+        entered.set()
+        assert release.wait(10)
+        write(records)
+
+    sink.write = held_write  # type: ignore[method-assign]
+    pending = lambda: o.metrics.value("kproxy_events_pending")  # noqa: E731
+    assert pending() == 0
+    o.node_discovered(1, "a:1", "b:1")
+    o.node_discovered(2, "a:2", "b:2")
+    assert entered.wait(10)  # the writer holds both, the queue is empty
+    assert log.queued == 0
+    assert pending() == log.pending == 2
+    o.connection_opened("bootstrap")
+    assert pending() == 3
+    assert read_lines(tmp_path) == []
+    release.set()
+    assert log.flush()
+    assert pending() == 0
+    assert len(read_lines(tmp_path)) == 3
+    o.close()
+
+
 def test_request_samples_follow_the_rate_and_disabled_events_write_nothing(
     tmp_path: Path,
 ) -> None:
