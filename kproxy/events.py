@@ -175,7 +175,6 @@ class EventLog:
         # Appended by the event loop, popped by the writer: deque's append and popleft
         # are atomic, so neither side takes a lock or wakes the other.
         self._queue: deque[_Item] = deque()
-        self._writing = False  # the writer holds events taken off the queue
         self._in_hand = 0  # events the writer took off the queue and has not yet written
         self._wake = threading.Event()  # close() and flush() wake the writer early
         self._clock = clock
@@ -259,9 +258,9 @@ class EventLog:
         landed there (tests, shutdown)."""
         deadline = time.monotonic() + timeout
         self._wake.set()
-        # The writer sets _writing before it takes events off the queue: never both
-        # empty and idle while events are on their way to the sinks.
-        while self._queue or self._writing:
+        # The writer counts a batch in `pending` before it takes it off the queue: never
+        # 0 while events are on their way to the sinks.
+        while self.pending:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.005)
@@ -289,16 +288,13 @@ class EventLog:
             self._wake.wait(DRAIN_SECONDS)
             self._wake.clear()
             stop = self._closed  # read before draining: whatever was queued before
-            self._writing = True
             try:
                 while q:
                     n = min(len(q), _BATCH_MAX)
                     self._in_hand = n  # before the pops, so that `pending` never undercounts
                     self._write([q.popleft() for _ in range(n)])
-                    self._in_hand = 0
             finally:
                 self._in_hand = 0
-                self._writing = False
             self._tick()
             if stop:
                 break
