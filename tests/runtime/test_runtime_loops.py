@@ -116,10 +116,7 @@ def test_client_is_served_through_a_node_listener(loop_name: str, tmp_path: Any)
         seen: list[int] = []
         async with scripted_broker(seen) as broker_port:
             settings = settings_for(broker_port, loop_name, str(tmp_path))
-            observer = Observability(settings, runtime_collectors=False)
-            proxy = Proxy(settings, observer)
-            await proxy.start()
-            try:
+            async with serving(settings) as (proxy, _observer):
                 answer = await metadata_round_trip(proxy.bootstrap_port, 7)
                 (broker,) = answer.brokers
                 node_port = proxy.listeners.by_name["node-1"].port
@@ -129,9 +126,6 @@ def test_client_is_served_through_a_node_listener(loop_name: str, tmp_path: Any)
                 ready, reason = proxy.readiness()
                 assert ready, reason
                 assert seen.count(3) >= 2
-            finally:
-                await proxy.stop(0.5)
-                observer.close()
 
     run_on(loop_name, main)
 
@@ -201,10 +195,7 @@ def test_tls_clients_are_served_and_a_failed_handshake_is_counted(
                     },
                 }
             )
-            observer = Observability(settings, runtime_collectors=False)
-            proxy = Proxy(settings, observer)
-            await proxy.start()
-            try:
+            async with serving(settings) as (proxy, observer):
                 answer = await tls_round_trip(proxy.bootstrap_port, 3, context)
                 node_port = proxy.listeners.by_name["node-1"].port
                 assert answer.brokers[0].port == node_port
@@ -216,9 +207,6 @@ def test_tls_clients_are_served_and_a_failed_handshake_is_counted(
                     {"side": "client", "reason": "no_certificate"},
                 )
                 assert failures == 1
-            finally:
-                await proxy.stop(0.5)
-                observer.close()
 
     run_on(loop_name, main)
 
@@ -266,11 +254,8 @@ def test_sni_serves_every_node_on_one_port_by_name(loop_name: str, tmp_path: Any
                     "runtime": {"event_loop": loop_name},
                 }
             )
-            observer = Observability(settings, runtime_collectors=False)
-            proxy = Proxy(settings, observer)
-            await proxy.start()
-            port = proxy.bootstrap_port
-            try:
+            async with serving(settings) as (proxy, observer):
+                port = proxy.bootstrap_port
                 answer = await by_name(port, "bootstrap.kproxy.test", 1)
                 assert [(b.node_id, b.host, b.port) for b in answer.brokers] == [
                     (1, "broker-1.kproxy.test", port)
@@ -300,9 +285,6 @@ def test_sni_serves_every_node_on_one_port_by_name(loop_name: str, tmp_path: Any
                     1: f"broker-1.kproxy.test:{port}",
                     7: f"broker-7.kproxy.test:{port}",
                 }
-            finally:
-                await proxy.stop(0.5)
-                observer.close()
 
     run_on(loop_name, main)
 
