@@ -249,7 +249,11 @@ class LimitSettings(Section):
     max_frame_bytes: Annotated[int, Strict(), Field(ge=MIN_FRAME_BYTES, le=MAX_FRAME_BYTES)] = (
         104857600
     )
-    write_buffer_high_bytes: Annotated[int, Strict(), Field(ge=1)] = 4194304
+    write_buffer_high_bytes: Annotated[int, Strict(), Field(ge=1)] = Field(
+        4194304,
+        description="unsent bytes held for one side before the other is no longer read "
+        "(64 KiB at most on the standard asyncio loop before Python 3.12)",
+    )
     max_in_flight_requests: Annotated[int, Strict(), Field(ge=1)] = Field(
         1000, description="per client connection"
     )

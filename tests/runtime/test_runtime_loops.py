@@ -13,6 +13,7 @@ import asyncio
 import socket
 import ssl
 import struct
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -295,6 +296,32 @@ def _nodelay(transport: asyncio.BaseTransport | None) -> int:
     return int(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
 
 
+@asynccontextmanager
+async def held_connections(proxy: Proxy) -> AsyncIterator[list[ClientConnection]]:
+    """kproxy's side of two client connections held open, one on the bootstrap listener
+    and one on a node listener, each past its first request (its broker dialled)."""
+    ports = [proxy.bootstrap_port, proxy.listeners.by_name["node-1"].port]
+    held = [await asyncio.open_connection("127.0.0.1", port) for port in ports]
+    try:
+        client_ports: set[int] = set()
+        for corr, (reader, writer) in enumerate(held, start=2):
+            await metadata_exchange(reader, writer, corr, "held-open")
+            client_ports.add(writer.get_extra_info("sockname")[1])
+        # kproxy's side of each held connection, found by the client's port.
+        ours = [
+            c
+            for c in proxy.registry.connections
+            if isinstance(c, ClientConnection)
+            and c.address is not None
+            and c.address[1] in client_ports
+        ]
+        assert len(ours) == len(held)
+        yield ours
+    finally:
+        for _reader, writer in held:
+            writer.close()
+
+
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_nagle_is_off_on_both_sides_of_every_connection(loop_name: str, tmp_path: Any) -> None:
     """Every socket kproxy holds for a connection, the client's (accepted on the
@@ -307,28 +334,38 @@ def test_nagle_is_off_on_both_sides_of_every_connection(loop_name: str, tmp_path
             settings = settings_for(broker_port, loop_name, str(tmp_path))
             async with serving(settings) as (proxy, _observer):
                 await metadata_round_trip(proxy.bootstrap_port, 1)
-                ports = [proxy.bootstrap_port, proxy.listeners.by_name["node-1"].port]
-                held = [await asyncio.open_connection("127.0.0.1", port) for port in ports]
-                try:
-                    client_ports: set[int] = set()
-                    for corr, (reader, writer) in enumerate(held, start=2):
-                        await metadata_exchange(reader, writer, corr, "held-open")
-                        client_ports.add(writer.get_extra_info("sockname")[1])
-                    # kproxy's side of each held connection, found by the client's port.
-                    ours = [
-                        c
-                        for c in proxy.registry.connections
-                        if isinstance(c, ClientConnection)
-                        and c.address is not None
-                        and c.address[1] in client_ports
-                    ]
-                    assert len(ours) == len(held)
+                async with held_connections(proxy) as ours:
                     for conn in ours:
                         assert _nodelay(conn.transport) == 1
                         assert conn.upstream is not None
                         assert _nodelay(conn.upstream.transport) == 1
-                finally:
-                    for _reader, writer in held:
-                        writer.close()
+
+    run_on(loop_name, main)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+@pytest.mark.parametrize("configured", [4 << 20, 32 << 10])
+def test_write_buffers_hold_what_the_loop_keeps_without_copying(
+    loop_name: str, configured: int, tmp_path: Any
+) -> None:
+    """Both transports of a connection stop the other side at
+    `limits.write_buffer_high_bytes` on uvloop, which keeps unsent bytes by reference;
+    on the standard loop before Python 3.12, which copies them, at 64 KiB at most."""
+    bound = configured
+    if loop_name == "asyncio" and sys.version_info < (3, 12):
+        bound = min(configured, 64 << 10)
+
+    async def main() -> None:
+        async with scripted_broker([]) as broker_port:
+            config = config_for(broker_port, loop_name, str(tmp_path))
+            config["limits"] = {"write_buffer_high_bytes": configured}
+            async with serving(parse_config(config)) as (proxy, _observer):
+                await metadata_round_trip(proxy.bootstrap_port, 1)
+                async with held_connections(proxy) as ours:
+                    for conn in ours:
+                        assert conn.transport is not None and conn.upstream is not None
+                        assert conn.upstream.transport is not None
+                        assert conn.transport.get_write_buffer_limits()[1] == bound
+                        assert conn.upstream.transport.get_write_buffer_limits()[1] == bound
 
     run_on(loop_name, main)
