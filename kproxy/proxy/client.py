@@ -16,7 +16,7 @@ from kproxy.proxy.quorum import is_controller_listener
 from kproxy.proxy.readgate import paused, resumed
 from kproxy.proxy.services import ConnectionServices
 from kproxy.proxy.upstream import UpstreamConnection, dial
-from kproxy.proxy.write_buffer import write_buffer_high
+from kproxy.proxy.write_buffer import write_buffer_high, write_pieces
 from kproxy.session import ProxySession
 from kproxy.session.inflight import InFlight
 from kproxy.tls import TlsServerLayer
@@ -186,14 +186,14 @@ class ClientConnection(asyncio.Protocol):
         if transport is None:
             return
         if self.tls is None:
-            transport.writelines(chunks)
+            write_pieces(transport, chunks)
         else:
             transport.write(self.tls.send(chunks))
 
     def _to_upstream(self, chunks: list[bytes | memoryview]) -> None:
         upstream = self.upstream
         if upstream is not None and upstream.transport is not None:
-            upstream.transport.writelines(chunks)
+            write_pieces(upstream.transport, chunks)
             return
         if self._pending is None:
             self._pending = []
@@ -211,7 +211,7 @@ class ClientConnection(asyncio.Protocol):
             self.upstream = upstream
             pending, self._pending = self._pending, None
             if upstream.transport is not None and pending is not None:
-                upstream.transport.writelines(pending)
+                write_pieces(upstream.transport, pending)
             self._resume("dialling")
         finally:
             # A finished task holds ~0.5 KB for as long as the connection lives.
