@@ -16,7 +16,7 @@ from kproxy.proxy.quorum import is_controller_listener
 from kproxy.proxy.readgate import paused, resumed
 from kproxy.proxy.services import ConnectionServices
 from kproxy.proxy.upstream import UpstreamConnection, dial
-from kproxy.proxy.write_buffer import write_buffer_high, write_pieces
+from kproxy.proxy.write_buffer import limit_write_buffer, write_pieces
 from kproxy.session import ProxySession
 from kproxy.session.inflight import InFlight
 from kproxy.tls import TlsServerLayer
@@ -94,9 +94,7 @@ class ClientConnection(asyncio.Protocol):
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast(asyncio.Transport, transport)
         self.transport = transport
-        transport.set_write_buffer_limits(
-            high=write_buffer_high(transport, self.services.write_buffer_high)
-        )
+        limit_write_buffer(transport, self.services.write_buffer_high)
         self.address = transport.get_extra_info("peername") or None
         self.services.registry.opened(self)
 

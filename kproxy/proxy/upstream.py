@@ -19,7 +19,7 @@ from kproxy.hostport import format_host_port
 from kproxy.proxy.mapping import DialTarget
 from kproxy.proxy.ratelog import RateLimitedLog
 from kproxy.proxy.services import ConnectionServices
-from kproxy.proxy.write_buffer import write_buffer_high
+from kproxy.proxy.write_buffer import limit_write_buffer
 from kproxy.session import ProxySession
 from kproxy.tls import failure_reason as tls_failure_reason
 from kproxy.tls import failure_text as tls_failure_text
@@ -85,9 +85,7 @@ class UpstreamConnection(asyncio.BaseProtocol):
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast(asyncio.Transport, transport)
         self.transport = transport
-        transport.set_write_buffer_limits(
-            high=write_buffer_high(transport, self.client.services.write_buffer_high)
-        )
+        limit_write_buffer(transport, self.client.services.write_buffer_high)
 
     def eof_received(self) -> bool | None:
         """The broker closed its side: the transport closes (`connection_lost` follows)."""

@@ -42,11 +42,11 @@ COPYING_TRANSPORT: Final[type | None] = (
 )
 
 
-def write_buffer_high(transport: asyncio.BaseTransport, configured: int) -> int:
-    """The high-water mark for `transport`: `configured`, or less where buffering copies."""
+def limit_write_buffer(transport: asyncio.WriteTransport, configured: int) -> None:
+    """Set `transport`'s high-water mark: `configured`, or less where buffering copies."""
     if type(transport) is COPYING_TRANSPORT:
-        return min(configured, COPYING_TRANSPORT_HIGH)
-    return configured
+        configured = min(configured, COPYING_TRANSPORT_HIGH)
+    transport.set_write_buffer_limits(high=configured)
 
 
 def write_pieces(transport: asyncio.Transport, pieces: Sequence[bytes | memoryview]) -> None:
