@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.stats import percentile
-from bench.workloads import QUIET, _payload, latency_summary
+from bench.workloads import CONSUMER_SETTINGS, QUIET, _payload, latency_summary
 
 # A turn's clients are warmed once, before the first turn: connections and metadata.
 WARMUP = 50
@@ -185,6 +185,7 @@ def consume(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
                 "group.id": f"bench-paired-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
+                **CONSUMER_SETTINGS,
                 **QUIET,
             }
         )

@@ -161,7 +161,7 @@ def workloads(quick: bool, scale: float = 1.0) -> list[Workload]:
                  "produce", cf, {"size": KIB, "count": n(150_000, 20_000), "acks": "all"},
                  THROUGHPUT, "throughput"),
         Workload("kafka-consume-1KiB", "Consume 1 KiB messages from the start (Apache Kafka)",
-                 "kafka", "consume", cf, {"size": KIB, "count": n(150_000, 20_000)}, THROUGHPUT,
+                 "kafka", "consume", cf, {"size": KIB, "count": n(400_000, 40_000)}, THROUGHPUT,
                  "throughput"),
         Workload("kafka-consume-small-fetches", "Consume 1 KiB messages in batches of 4 KiB, "
                  "at most 8 KiB per Fetch response (gathered whole, as a consumer at the end "

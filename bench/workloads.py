@@ -9,7 +9,8 @@ Kinds:
 ``produce``   confluent-kafka producer, ``--count`` messages of ``--size`` bytes with
               ``--acks``; throughput from the first produce() to flush() returning.
 ``consume``   confluent-kafka consumer on an assigned, pre-filled topic from the
-              beginning (no group: Tansu's JoinGroup waits half the session timeout);
+              beginning (no group: Tansu's JoinGroup waits half the session timeout;
+              ``CONSUMER_SETTINGS``);
               throughput from the first batch received to the ``--count``-th message.
 ``latency``   one small produce at a time (acks=1 by default): produce, flush, repeat;
               the round-trip time of each.
@@ -35,6 +36,15 @@ from typing import Any
 from bench.stats import percentile
 
 QUIET = {"log_level": 3}
+
+#: What every benchmark consumer sets beyond librdkafka's defaults. Once a partition's
+#: local queue holds queued.max.messages.kbytes (64 MiB) or queued.min.messages,
+#: librdkafka holds back its next Fetch for fetch.queue.backoff.ms, a second by default:
+#: a path that fetches faster than the application takes messages stalls a second at a
+#: time, and only the fastest path does. Direct on Apache Kafka read 150-360k msg/s, a
+#: third of what it read through any proxy (bench/hotpath at 9c39d7c: 2.0-3.0x "of
+#: direct"); with 10 ms, 0.74-1.06M, and the proxies 0.75 of that.
+CONSUMER_SETTINGS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 
 
 def _payload(size: int) -> bytes:
@@ -105,6 +115,7 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
             "group.id": f"bench-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
+            **CONSUMER_SETTINGS,
             **QUIET,
         }
     )
