@@ -4,6 +4,7 @@ python -m bench run [--quick] [--rounds N] [--workloads a,b] [--paths x,y] [--ou
 python -m bench ab WORKLOAD [--baseline REV] [--rounds N] [--scale S]
 python -m bench report RESULTS.json [--md FILE] [--png FILE]
 python -m bench list
+python -m bench broker-writes [--runs N] [--count N]
 python -m bench profile-top PROFILE.txt [--top 25]
 """
 
@@ -16,7 +17,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench import ab, report
+from bench import ab, broker_writes, report
 from bench.upstreams import ALL_PATHS, PATH_DESCRIPTIONS
 
 
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--md", type=Path, default=None, help="default: beside the JSON file")
     rep.add_argument("--png", type=Path, default=None, help="default: beside the JSON file")
     sub.add_parser("list", help="workloads and paths")
+    broker_writes.add_arguments(
+        sub.add_parser("broker-writes", help="Apache Kafka's CPU per message appended, run by run")
+    )
     prof = sub.add_parser("profile-top", help="summarise a py-spy raw profile")
     prof.add_argument("profile", type=Path, nargs="+")
     prof.add_argument("--top", type=int, default=25)
@@ -88,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         report.write_outputs(results, md, png, args.results)
         print(f"wrote {md} and {png}")
         return 0
+    if args.cmd == "broker-writes":
+        return broker_writes.main_broker_writes(args)
     if args.cmd == "list":
         print("workloads (full-mode parameters):")
         for w in run.workloads(quick=False):
