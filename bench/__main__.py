@@ -4,7 +4,7 @@ python -m bench run [--quick] [--rounds N] [--workloads a,b] [--paths x,y] [--ou
 python -m bench ab WORKLOAD [--baseline REV] [--rounds N] [--scale S]
 python -m bench report RESULTS.json [--md FILE] [--png FILE]
 python -m bench list
-python -m bench broker-writes [--runs N] [--count N]
+python -m bench broker-writes [--runs N] [--count N] [--out FILE]
 python -m bench profile-top PROFILE.txt [--top 25]
 """
 

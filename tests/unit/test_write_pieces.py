@@ -19,17 +19,13 @@ from kproxy.proxy.write_buffer import COPYING_TRANSPORT, write_pieces
 LOOPS = ["uvloop", "asyncio"]
 
 
-class Recorder(asyncio.Protocol):
-    pass
-
-
 def on_loop(loop_name: str, body: Callable[[asyncio.Transport, socket.socket], Any]) -> None:
     """Run `body` with a transport on one end of a socket pair and the other end."""
     loop = new_event_loop(loop_name)
     ours, theirs = socket.socketpair()
 
     async def main() -> None:
-        transport, _ = await loop.create_connection(Recorder, sock=ours)
+        transport, _ = await loop.create_connection(asyncio.Protocol, sock=ours)
         try:
             await body(transport, theirs)
         finally:
