@@ -28,6 +28,7 @@ from typing import Any
 from bench.peers import cpu_times
 from bench.run import _generator
 from bench.upstreams import KafkaUpstream
+from kproxy.cli import _positive_int as positive_int
 
 
 def one_run(up: KafkaUpstream, pid: int, topic: str, count: int) -> dict[str, Any]:
@@ -47,8 +48,10 @@ def one_run(up: KafkaUpstream, pid: int, topic: str, count: int) -> dict[str, An
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", type=int, default=8, help="runs in a row (default 8)")
-    p.add_argument("--count", type=int, default=600_000, help="messages a run (default 600,000)")
+    p.add_argument("--runs", type=positive_int, default=8, help="runs in a row (default 8)")
+    p.add_argument(
+        "--count", type=positive_int, default=600_000, help="messages a run (default 600,000)"
+    )
     p.add_argument("--out", type=Path, default=None, help="also write the runs here as JSON")
 
 
