@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         return broker_writes.main_broker_writes(args)
     if args.cmd == "list":
         print("workloads (full-mode parameters):")
-        for w in run.workloads(quick=False):
+        from bench.catalog import workloads
+
+        for w in workloads(quick=False):
             print(f"  {w.name:26} {w.upstream:6} {w.title}")
         print("paths:")
         for p in ALL_PATHS:

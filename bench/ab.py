@@ -292,7 +292,9 @@ def ab_paths(args: argparse.Namespace) -> tuple[list[str], str]:
 
 
 def main_ab(args: argparse.Namespace) -> int:
-    from bench.run import Harness, Options, raise_fd_limit, workloads
+    from bench.catalog import workloads
+    from bench.harness import Harness, Options
+    from bench.machine import raise_fd_limit
 
     if args.workload not in {w.name for w in workloads(quick=False)}:
         raise SystemExit(f"unknown workload {args.workload!r} (python -m bench list)")

@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.generate import generator
 from bench.peers import cpu_times
-from bench.run import _generator
 from bench.upstreams import KafkaUpstream
 from kproxy.cli import _positive_int as positive_int
 
@@ -35,7 +35,7 @@ def one_run(up: KafkaUpstream, pid: int, topic: str, count: int) -> dict[str, An
     up.create_topic(topic, 1, "direct")
     try:
         user0, system0 = cpu_times(pid)
-        result = _generator("produce", up.direct_bootstrap(), topic, 600, size=1024,
+        result = generator("produce", up.direct_bootstrap(), topic, 600, size=1024,
                             count=count, acks="all", partition=0)  # fmt: skip
         user1, system1 = cpu_times(pid)
     finally:

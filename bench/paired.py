@@ -1,14 +1,14 @@
 """Rounds in which the paths take turns (``python -m bench ab WORKLOAD --paired N``).
 
-`bench.run.Harness` measures the paths of a round one after another, seconds each;
+`bench.harness.Harness` measures the paths of a round one after another, seconds each;
 between one path and the next the machine's neighbours change its speed, and a round's
 ratio to direct swings by more than the targets are wide. A paired round starts every
-path (as a round of `bench.run` does, fresh kproxy processes included), then runs one
+path (as a round of `bench.harness` does, fresh kproxy processes included), then runs one
 client process that holds a client per path and gives them N turns each, the order
 rotated at every turn (`bench.paired_workloads`): a slow spell then falls on all paths
 alike. Each path's figures are read from its share of the turns, its proxy's CPU from
 /proc over the whole round (a proxy does nothing while another path has the turn), and
-the round is recorded in the shape `bench.run` records it, so that the summary, the
+the round is recorded in the shape `bench.harness` records it, so that the summary, the
 targets and the stability figures read it unchanged.
 
 Only workloads whose paths can share a round without skewing one another: the latency
@@ -26,9 +26,11 @@ import json
 import time
 from typing import Any
 
+from bench.catalog import Workload
+from bench.generate import one_line, run_generator
+from bench.harness import Harness, Options
 from bench.paired_workloads import WARMUP
 from bench.proxy_meter import ProxyMeter
-from bench.run import Harness, Options, Workload, _one_line, run_generator
 from bench.steal import StealMeter
 from bench.upstreams import FORWARDING_PATHS, Upstream, prefill
 
@@ -69,7 +71,7 @@ class PairedHarness(Harness):
         return self.segments if self.segments != AUTO else TURNS_BY_KIND[wl.kind]
 
     def run_workload(self, wl: Workload, up: Upstream, proxies: dict[str, Any]) -> None:
-        if pairable(wl) is not None:  # one path after another, as bench.run does
+        if pairable(wl) is not None:  # one path after another, as bench.harness does
             super().run_workload(wl, up, proxies)
             return
         runs: list[dict[str, Any]] = self.results["workloads"][wl.name]["runs"]
@@ -78,7 +80,7 @@ class PairedHarness(Harness):
             try:
                 records = self._paired_round(wl, up, proxies, r)
             except Exception as exc:
-                reason = _one_line(exc)
+                reason = one_line(exc)
                 self.log(f"{wl.name} r{r}: {reason}")
                 records = [{"round": r, "path": p, "ok": False, "error": reason}
                            for p in self.paths]  # fmt: skip
@@ -150,6 +152,6 @@ class PairedHarness(Harness):
                 "--segments", str(self.turns(wl)), "--size", str(p["size"]),
                 "--acks", str(p.get("acks", "all")), "--timeout", str(self.opts.run_timeout),
                 "--client-config", json.dumps(p.get("client_config", {}))]  # fmt: skip
-        # Every path's share of a round within the timeout a round of bench.run gives one.
+        # Every path's share of a round within the timeout a round of bench.harness gives one.
         timeout = self.opts.run_timeout * len(targets)
         return run_generator("bench.paired_workloads", wl.kind, argv, timeout, f"paired {wl.kind}")

@@ -1,7 +1,7 @@
 """Paired load generators: every path's client in one process, the paths taking turns in
 short segments (``python -m bench.paired_workloads KIND ...``, run by `bench.paired`).
 
-A round of `bench.run` measures each path for seconds, one after another, and the
+A round of `bench.harness` measures each path for seconds, one after another, and the
 machine's neighbours change its speed from one minute to the next: a path's ratio to
 direct then swings by more than the +-0.05 a target is judged to. Here each path's
 client does ``--count`` messages split into ``--segments`` turns, the order of the paths

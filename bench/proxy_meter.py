@@ -1,5 +1,5 @@
 """What a proxy process spent over a measured run: its CPU and memory from /proc, and
-kproxy's own request and byte counters (its /metrics), shared by `bench.run` and
+kproxy's own request and byte counters (its /metrics), shared by `bench.harness` and
 `bench.paired`."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ neighbours move both sides of it alike:
   60 us; p99 round trip at most 1.3x direct and at most haproxy's ratio plus 0.1;
 * idle connections: no more resident memory per 1,000 than the revision the target was
   set on (`d723879`) adds, measured the same way (the workload holds `IDLE_CONNECTIONS`
-  of them, bench.run, each round on a freshly started proxy).
+  of them, bench.harness, each round on a freshly started proxy).
 
 The time to a large Fetch response's first byte is measured by `bench.fetch_stream_bench`.
 """

@@ -2,7 +2,7 @@
 Tansu broker: every path's client does exactly its count, in the turns asked for; a
 consumer's turn reads on from where its last turn paused, never a message twice or one
 skipped; a proxy path on Tansu writes to a broker of its own, which holds its path's
-messages and no other's; and a whole paired A/B round records each path as `bench.run`
+messages and no other's; and a whole paired A/B round records each path as `bench.harness`
 records a run, kproxy's CPU and request counters included."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import bench.run
+import bench.harness
+from bench.harness import Options
 from bench.paired import PairedHarness
 from bench.paired_workloads import WARMUP, build_parser, consume, latency, produce
-from bench.run import Options
 from bench.upstreams import MAIN, TansuUpstream
 from tests.peers.tansu import TansuBroker
 
@@ -156,7 +156,7 @@ def test_a_paired_round_records_every_path_as_a_run_of_its_own(
 ) -> None:
     """direct and kproxy in one paired latency A/B of two rounds, on the harness's own
     Tansu (and haproxy, its side left out of the paths)."""
-    monkeypatch.setattr(bench.run, "software_versions", dict)
+    monkeypatch.setattr(bench.harness, "software_versions", dict)
     opts = Options(workloads=["latency"], paths=["direct", "kproxy-uvloop"], rounds=2,
                    scale=0.08, out_json=tmp_path / "results.json", out_md=None,
                    out_png=None)  # fmt: skip

@@ -1,6 +1,6 @@
 """`python -m bench ab WORKLOAD --paired N`: the paths of a round take turns, the order
 rotated every turn, each path doing exactly its count of messages; only workloads
-whose paths can share a round are paired, and the rounds are recorded as `bench.run`
+whose paths can share a round are paired, and the rounds are recorded as `bench.harness`
 records them (so the summary and the stability figures read them unchanged)."""
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-import bench.run
+import bench.catalog
+import bench.harness
 from bench.ab import add_arguments, main_ab, stability_lines
+from bench.catalog import workloads
 from bench.paired import pairable
 from bench.paired_workloads import _each_turn, turn_order
-from bench.run import workloads
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
@@ -57,7 +58,7 @@ def test_every_path_does_its_count_in_turns_that_alternate(count: int, segments:
         assert order[3:6] == ["haproxy", "kproxy-uvloop", "direct"]
 
 
-def by_name(name: str) -> bench.run.Workload:
+def by_name(name: str) -> bench.catalog.Workload:
     return next(w for w in workloads(quick=False) if w.name == name)
 
 
@@ -80,7 +81,7 @@ def test_other_workloads_are_refused_before_anything_starts(
     name: str, why: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     assert why in (pairable(by_name(name)) or "")
-    monkeypatch.setattr(bench.run.Harness, "run", lambda self: pytest.fail("started"))
+    monkeypatch.setattr(bench.harness.Harness, "run", lambda self: pytest.fail("started"))
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args([name, "--paired", "5", "--out", str(tmp_path)])
@@ -130,7 +131,9 @@ def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_an
 
     unpaired: list[str] = []
     monkeypatch.setattr(
-        bench.run.Harness, "run_workload", lambda self, wl, up, proxies: unpaired.append(wl.name)
+        bench.harness.Harness,
+        "run_workload",
+        lambda self, wl, up, proxies: unpaired.append(wl.name),
     )
     paired: list[str] = []
     monkeypatch.setattr(
@@ -138,7 +141,7 @@ def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_an
         "_paired_round",
         lambda self, wl, up, proxies, r: paired.append(wl.name) or [],
     )
-    opts = bench.run.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None,
+    opts = bench.harness.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None,
                              rounds=1)  # fmt: skip
     harness = PairedHarness(opts, 4)
     harness.results["workloads"] = {"latency": {"runs": []}, "produce-1KiB": {"runs": []}}
@@ -159,12 +162,12 @@ def test_on_tansu_each_proxy_path_has_a_broker_of_its_own(
     path's turns fill a Tansu broker of its own, so all fill at one pace."""
     from bench.paired import PairedHarness
 
-    opts = bench.run.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None,
+    opts = bench.harness.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None,
                              paths=["direct", "haproxy", "python-floor", "kproxy-uvloop",
                                     "kproxy-asyncio"])  # fmt: skip
     up = PairedHarness(opts, 4)._make_upstream(upstream)
     assert up.own_broker_paths == own
-    assert bench.run.Harness(opts)._make_upstream("tansu").own_broker_paths == ()
+    assert bench.harness.Harness(opts)._make_upstream("tansu").own_broker_paths == ()
 
 
 @pytest.mark.parametrize(
@@ -178,7 +181,7 @@ def test_turns_are_each_kinds_default_unless_given(
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["latency", *flags])
-    opts = bench.run.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None)
+    opts = bench.harness.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None)
     harness = PairedHarness(opts, args.paired)
     assert harness.turns(by_name("latency")) == latency
     assert harness.turns(by_name("consume-1KiB")) == consume

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-import bench.run
+import bench.catalog
+import bench.harness
 import bench.steal
 from bench import report
-from bench.run import Harness, Options
+from bench.harness import Harness, Options
 from bench.steal import StealMeter, cpu_jiffies, run_steal, steal_share
 
 # user nice system idle iowait irq softirq steal guest guest_nice
@@ -81,17 +82,17 @@ def test_a_run_records_the_steal_while_its_client_ran(
     stat = tmp_path / "stat"
     stat.write_text(_stat(user=1000, idle=1000, steal=100))
     monkeypatch.setattr(bench.steal, "PROC_STAT", stat)
-    monkeypatch.setattr(bench.run, "software_versions", dict)
+    monkeypatch.setattr(bench.harness, "software_versions", dict)
 
-    def generate(self: Harness, *args: object) -> dict[str, Any]:
+    def generate(*args: object) -> dict[str, Any]:
         stat.write_text(_stat(user=1200, idle=1100, steal=200))
         return {"messages": 1, "bytes": 100}
 
-    monkeypatch.setattr(Harness, "generate", generate)
+    monkeypatch.setattr(bench.harness, "generate", generate)
     opts = Options(workloads=["latency"], paths=["direct"], out_json=tmp_path / "results.json",
                    out_md=None, out_png=None, workdir=tmp_path / "work")  # fmt: skip
     harness = Harness(opts)
-    workload = next(w for w in bench.run.workloads(quick=True) if w.name == "latency")
+    workload = next(w for w in bench.catalog.workloads(quick=True) if w.name == "latency")
 
     class Upstream:
         def side(self, path: str) -> str:

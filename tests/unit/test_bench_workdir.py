@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-import bench.run
+import bench.harness
 from bench.ab import checkout
+from bench.harness import Harness, Options
 from bench.peers import REPO
-from bench.run import Harness, Options
 
 
 def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path | None) -> Harness:
-    monkeypatch.setattr(bench.run, "software_versions", dict)
+    monkeypatch.setattr(bench.harness, "software_versions", dict)
     opts = Options(workloads=["latency"], paths=["direct"], out_json=tmp_path / "results.json",
                    out_md=None, out_png=None, workdir=workdir)  # fmt: skip
     return Harness(opts)

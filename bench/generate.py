@@ -1,0 +1,166 @@
+"""The load generators of a benchmark run, each in a process of its own
+(``bench.workloads``, ``bench.paired_workloads``, Kafka's Java perf tools), and what one
+run of a workload sets going around them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from bench.catalog import Workload
+from bench.mock_upstream import LeaderMover, MockUpstream
+from bench.peers import REPO, memory_kb
+from bench.upstreams import Upstream
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def generator(
+    kind: str, bootstrap: str, topic: str, run_timeout: float, **opts: Any
+) -> dict[str, Any]:
+    """``python -m bench.workloads kind`` with ``opts`` as its options: its JSON result."""
+    argv = ["--bootstrap", bootstrap, "--topic", topic]
+    for key, value in opts.items():
+        argv += [f"--{key.replace('_', '-')}", str(value)]
+    return run_generator("bench.workloads", kind, argv, run_timeout)
+
+
+def run_generator(
+    module: str, kind: str, argv: list[str], timeout: float, label: str = ""
+) -> dict[str, Any]:
+    """``python -m module kind *argv``, in its own process: the JSON object on the last
+    line it prints (errors name it `label`, by default its kind)."""
+    label = label or kind
+    try:
+        proc = subprocess.run([sys.executable, "-m", module, kind, *argv], capture_output=True,
+                              text=True, timeout=timeout, env=_env(), cwd=REPO,
+                              check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{label} did not finish within {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        err = proc.stderr.strip().splitlines()
+        raise RuntimeError(f"{label} failed: {err[-1] if err else proc.returncode}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def generate(
+    wl: Workload,
+    up: Upstream,
+    side: str,
+    bootstrap: str,
+    topic: str,
+    pid: int | None,
+    timeout: float,
+) -> dict[str, Any]:
+    """One run of ``wl``'s load generator against ``bootstrap``: its JSON result."""
+    p = wl.params
+    if wl.kind == "produce":
+        return generator("produce", bootstrap, topic, timeout, size=p["size"],
+                          count=p["count"], acks=p["acks"], partition=0)  # fmt: skip
+    if wl.kind == "consume":
+        return generator("consume", bootstrap, topic, timeout, count=p["count"],
+                          timeout=timeout - 10,
+                          client_config=json.dumps(p.get("client_config", {})))  # fmt: skip
+    if wl.kind == "latency":
+        return generator("latency", bootstrap, topic, timeout, size=p["size"],
+                          count=p["count"], acks=p["acks"], partition=0, warmup=50)  # fmt: skip
+    if wl.kind == "churn":
+        assert isinstance(up, MockUpstream)
+        mc = up.cluster(side)
+        mover = LeaderMover(mc.set_leader, topic, p["partitions"], up.node_ids,
+                            p["interval"]).start()  # fmt: skip
+        try:
+            result = generator("churn", bootstrap, topic, timeout, size=p["size"],
+                                seconds=p["seconds"], queue=p["queue"], warmup=100)  # fmt: skip
+        finally:
+            result_moves = mover.stop()
+        result["leader_moves"] = result_moves
+        if mover.errors:
+            result["mover_errors"] = mover.errors
+        return result
+    if wl.kind == "connections":
+        return _connections(wl, bootstrap, topic, pid, timeout)
+    if wl.kind == "perf-produce":
+        from bench.javaperf import producer_perf
+
+        return producer_perf(bootstrap, topic, p["count"], p["size"], timeout=timeout)
+    if wl.kind == "perf-consume":
+        from bench.javaperf import consumer_perf
+
+        group = f"bench-{topic}-{time.monotonic_ns()}"
+        return consumer_perf(bootstrap, topic, p["count"], p["size"], group,
+                             timeout=timeout)  # fmt: skip
+    raise ValueError(f"unknown workload kind {wl.kind}")
+
+
+def _connections(
+    wl: Workload, bootstrap: str, topic: str, pid: int | None, timeout: float
+) -> dict[str, Any]:
+    p = wl.params
+    argv = [sys.executable, "-m", "bench.workloads", "idle", "--bootstrap", bootstrap,
+            "--topic", topic, "--count", str(p["idle"]), "--timeout", "120"]  # fmt: skip
+    holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=_env(),
+                              cwd=REPO)  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        line = _readline(holder, 150)
+        ready = json.loads(line)
+        if ready.get("opened") != p["idle"]:
+            raise RuntimeError(f"only {ready.get('opened')} idle connections opened")
+        time.sleep(1.0)  # let allocations settle before reading RSS
+        rss_idle = memory_kb(pid).get("VmRSS", 0) if pid is not None else 0
+        result = generator("produce", bootstrap, topic, timeout, size=p["size"],
+                            count=p["count"], acks=p["acks"], partition=0)  # fmt: skip
+        # Closing its stdin (communicate does) tells the holder to report and exit.
+        out, _ = holder.communicate(input="", timeout=60)
+        held = json.loads(out.strip().splitlines()[-1])
+        result["idle_open_seconds"] = round(float(ready["open_seconds"]), 2)
+        result["idle_alive_at_end"] = held.get("alive_at_end")
+        result["_rss_idle_kb"] = rss_idle
+        return result
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def _readline(proc: subprocess.Popen[str], timeout: float) -> str:
+    """The next stdout line of ``proc`` within ``timeout`` seconds."""
+    import selectors
+
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"no answer from the idle-connection holder in {timeout} s")
+            if sel.select(left):
+                line = proc.stdout.readline()
+                if not line:
+                    err = proc.stderr.read() if proc.stderr is not None else ""
+                    tail = err.strip().splitlines()
+                    raise RuntimeError(
+                        f"idle-connection holder exited: {tail[-1] if tail else proc.poll()}"
+                    )
+                return line
+    finally:
+        sel.close()
+
+
+def one_line(exc: BaseException, limit: int = 400) -> str:
+    """``exc`` as one line of at most ``limit`` characters, for a log or a record."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:limit]

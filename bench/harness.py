@@ -1,0 +1,436 @@
+"""The benchmark harness: every workload over every path, interleaved and repeated.
+
+``python -m bench run`` (see bench/README.md). For each upstream (Tansu, Apache Kafka,
+librdkafka's mock cluster) it starts the cluster and every proxy in front of it, then
+runs each workload round by round, every path once per round, direct first and the
+others forward and backward in turn (A B C D, A D C B, ...: ``bench.stats.round_order``).
+A peer that cannot be installed or started is recorded as
+unavailable with the reason; a run that fails is recorded with its error. Results are
+written to a JSON file after every workload (``bench/report.py`` renders them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.ab import compiled_copy
+from bench.catalog import UPSTREAM_ORDER, UPSTREAM_TITLES, Workload, workloads
+from bench.generate import generate, one_line
+from bench.machine import machine_info, raise_fd_limit, software_versions
+from bench.mock_upstream import MockUpstream
+from bench.peers import BENCH, Unavailable
+from bench.proxy_meter import ProxyMeter
+from bench.recorders import (
+    Recorder,
+    perf_record,
+    perf_trace,
+    py_spy,
+    samples_by_object,
+    shared_out,
+    syscall_counts,
+)
+from bench.stats import ORDER, round_order
+from bench.steal import StealMeter
+from bench.upstreams import (
+    ALL_PATHS,
+    DEFAULT_PATHS,
+    FORWARDING_PATHS,
+    PATH_DESCRIPTIONS,
+    KafkaUpstream,
+    ProxyProcess,
+    TansuUpstream,
+    Upstream,
+    prefill,
+)
+
+# Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
+RESTARTED_WITH_BROKER = ("tansu-proxy",)
+
+# Workload kinds that write to the broker what the next path would find there.
+WRITING = ("produce", "connections")
+
+
+@dataclass
+class Options:
+    quick: bool = False
+    rounds: int = 3
+    workloads: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=lambda: list(DEFAULT_PATHS))
+    baseline_source: Path | None = None  # bench ab --baseline: that revision's checkout
+    baseline_loop: str = "uvloop"  # the loop kproxy-base runs on (bench ab --standard-loop)
+    baseline_python: str = sys.executable  # and its interpreter (bench ab --baseline-python)
+    scale: float = 1.0
+    out_json: Path = BENCH / "results.json"
+    out_md: Path | None = BENCH / "RESULTS.md"
+    out_png: Path | None = BENCH / "results.png"
+    workdir: Path | None = None
+    profile_dir: Path | None = None
+    syscalls_dir: Path | None = None  # perf trace -s of every proxy (bench.recorders)
+    native_profile_dir: Path | None = None  # perf record -g of every proxy (the same)
+    run_timeout: float = 300.0
+    # A fresh process for every kproxy path at the start of every round. One process kept
+    # for all rounds seems to carry its own luck into each of them (where ASLR put it,
+    # its hash seed's dict layouts, say): a few percent of CPU per message that stays put
+    # round after round, and reads as a difference between two builds when an A/B runs
+    # each in one process (bench/README.md).
+    fresh_kproxy: bool = True
+
+
+class Harness:
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        # A work directory of the harness's own is removed when the run ends: the
+        # brokers' data of a full run is gigabytes. One the caller named is kept.
+        self.own_workdir = opts.workdir is None
+        self.workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="kproxy-bench-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        selected = set(opts.workloads) if opts.workloads else None
+        self.workloads = [w for w in workloads(opts.quick, opts.scale)
+                          if selected is None or w.name in selected]  # fmt: skip
+        self.paths = [p for p in ALL_PATHS if p in opts.paths]
+        self.started = time.time()
+        self.total_runs = len(self.workloads) * len(self.paths) * opts.rounds
+        self.done_runs = 0
+        self.results: dict[str, Any] = {
+            "meta": {
+                "mode": "quick" if opts.quick else "full",
+                "rounds": opts.rounds,
+                "scale": opts.scale,
+                "order": ORDER,
+                "fresh_kproxy": opts.fresh_kproxy,
+                "argv": sys.argv[1:],
+                "started": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(self.started)),
+                "workdir": str(self.workdir),
+            },
+            "machine": machine_info(),
+            "versions": {},
+            "paths": {p: {"description": PATH_DESCRIPTIONS[p], "status": {}} for p in self.paths},
+            "upstreams": {},
+            "workloads": {},
+        }
+
+    # -- bookkeeping -------------------------------------------------------------------
+    def save(self) -> None:
+        meta = self.results["meta"]
+        meta["wall_seconds"] = round(time.time() - self.started, 1)
+        path = self.opts.out_json
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.results, indent=1, sort_keys=False) + "\n")
+        tmp.replace(path)
+
+    def log(self, text: str) -> None:
+        elapsed = time.time() - self.started
+        sys.stdout.write(f"[{elapsed / 60:5.1f} min] {text}\n")
+        sys.stdout.flush()
+
+    # -- the whole run -----------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        raise_fd_limit()
+        self.log(f"work directory {self.workdir}; {self.total_runs} runs planned")
+        self.results["versions"] = software_versions()
+        for wl in self.workloads:
+            self.results["workloads"][wl.name] = {
+                "title": wl.title,
+                "upstream": wl.upstream,
+                "kind": wl.kind,
+                "generator": wl.generator,
+                "params": wl.params,
+                "target": wl.target,
+                "metrics": [asdict(m) for m in wl.metrics],
+                "runs": [],
+            }
+        try:
+            for name in UPSTREAM_ORDER:
+                group = [w for w in self.workloads if w.upstream == name]
+                if group:
+                    self.run_upstream(name, group)
+        finally:
+            if self.own_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+                self.log(f"removed {self.workdir} (--workdir DIR keeps the peers' logs)")
+        self.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        self.results["machine"]["load_average_end"] = list(os.getloadavg())
+        self.save()
+        return self.results
+
+    def _make_upstream(self, name: str) -> Upstream:
+        wd = self.workdir / name
+        up: Upstream
+        if name == "tansu":
+            up = TansuUpstream(wd)
+        elif name == "kafka":
+            up = KafkaUpstream(wd)
+        else:
+            up = MockUpstream(wd)
+        up.baseline_source = self.opts.baseline_source
+        up.baseline_loop = self.opts.baseline_loop
+        up.baseline_python = self.opts.baseline_python
+        up.compiled_source = self.compiled_source
+        up.want_floor = "python-floor" in self.paths
+        return up
+
+    @functools.cached_property
+    def compiled_source(self) -> Path | None:
+        """This checkout built with mypyc in the work directory, once, when the run
+        measures kproxy-compiled (None when it does not, or the build fails: the path is
+        then reported unavailable)."""
+        if "kproxy-compiled" not in self.paths:
+            return None
+        where = self.workdir / "compiled-source"
+        where.mkdir(exist_ok=True)
+        self.log("building kproxy with mypyc for kproxy-compiled")
+        try:
+            return compiled_copy(where)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            self.log(f"kproxy-compiled: the mypyc build failed: {one_line(exc)}")
+            return None
+
+    def _set_status(self, path: str, upstream: str, status: str) -> None:
+        self.results["paths"][path]["status"][upstream] = status
+
+    def run_upstream(self, name: str, group: list[Workload]) -> None:
+        up = self._make_upstream(name)
+        t0 = time.monotonic()
+        self.log(f"starting {UPSTREAM_TITLES[name]}")
+        info: dict[str, Any] = {"title": UPSTREAM_TITLES[name]}
+        self.results["upstreams"][name] = info
+        try:
+            up.start()
+        except Exception as exc:
+            reason = f"{UPSTREAM_TITLES[name]} did not start: {exc}"
+            self.log(reason)
+            info["error"] = reason
+            for p in self.paths:
+                self._set_status(p, name, reason)
+            self._fail_all(group, reason)
+            with contextlib.suppress(Exception):
+                up.stop()
+            return
+        info["start_seconds"] = round(time.monotonic() - t0, 1)
+        proxies: dict[str, ProxyProcess | None] = {}
+        try:
+            for path in self.paths:
+                status = "ok"
+                try:
+                    if path == "direct":
+                        proxies[path] = None
+                    elif path in FORWARDING_PATHS:
+                        proxies[path] = up.forwarder(path)
+                    else:
+                        proxies[path] = up.start_proxy(path)
+                except Unavailable as exc:
+                    status = f"unavailable: {exc}"
+                except Exception as exc:
+                    status = f"did not start: {one_line(exc)}"
+                self._set_status(path, name, status)
+                self.log(f"{name}: {path}: {status}")
+            for wl in group:
+                self.run_workload(wl, up, proxies)
+                self.save()
+        finally:
+            for proxy in proxies.values():
+                if proxy is not None and proxy not in (up.haproxy, up.floor):
+                    with contextlib.suppress(Exception):
+                        proxy.stop()
+            with contextlib.suppress(Exception):
+                up.stop()
+
+    def _fail_all(self, group: list[Workload], reason: str) -> None:
+        for wl in group:
+            runs = self.results["workloads"][wl.name]["runs"]
+            for r in range(self.opts.rounds):
+                for p in self.paths:
+                    runs.append({"round": r, "path": p, "ok": False, "error": reason})
+                    self.done_runs += 1
+
+    def _reset_broker(self, up: Upstream, proxies: dict[str, Any]) -> None:
+        """A freshly started broker, and fresh processes for the proxies that do not
+        survive its restart."""
+        up.reset()
+        self._restart_proxies(up, proxies, RESTARTED_WITH_BROKER)
+
+    def _restart_proxies(self, up: Upstream, proxies: dict[str, Any], paths: Iterable[str]) -> None:
+        """Give the proxies of `paths` a fresh process each.
+
+        The Tansu proxy keeps one connection to its origin broker; once that broker has
+        been restarted it logs "Socket not connected" every 50 ms and answers no client
+        again, so it is given a fresh process with the fresh broker. Before the idle
+        connections every proxy the harness started starts afresh: memory a long-lived
+        process freed in an earlier round stays resident and would hide what the
+        connections add.
+        """
+        for path in paths:
+            old = proxies.get(path)
+            if old is None:
+                continue
+            with contextlib.suppress(Exception):
+                old.stop()
+            try:
+                proxies[path] = up.start_proxy(path)
+            except Exception as exc:
+                proxies[path] = None
+                self._set_status(path, up.name, f"did not restart: {one_line(exc)}")
+
+    # -- one workload ------------------------------------------------------------------
+    def run_workload(self, wl: Workload, up: Upstream, proxies: dict[str, Any]) -> None:
+        runs: list[dict[str, Any]] = self.results["workloads"][wl.name]["runs"]
+        persistent = up.name != "tansu"
+        shared_topic = f"{wl.name}-data"
+        for r in range(self.opts.rounds):
+            created: list[str] = []
+            try:
+                if up.name == "tansu":
+                    self._reset_broker(up, proxies)  # in-memory data does not pile up
+                if wl.kind == "connections":
+                    # haproxy and python-floor belong to the upstream (haproxy pools what
+                    # it frees anyway)
+                    fresh = [p for p in proxies if p not in ("direct", *FORWARDING_PATHS)]
+                    self._restart_proxies(up, proxies, fresh)
+                elif self.opts.fresh_kproxy:
+                    kproxies = [p for p in proxies if p.startswith("kproxy-")]
+                    self._restart_proxies(up, proxies, kproxies)
+                if wl.kind in ("consume", "perf-consume") and (r == 0 or not persistent):
+                    for side in up.sides():
+                        up.create_topic(shared_topic, 1, side)
+                        prefill(up.fill_bootstrap(side), shared_topic, wl.params["count"],
+                                wl.params["size"],
+                                client_config=wl.params.get("fill_config"))  # fmt: skip
+                        if persistent:
+                            break  # one broker behind both sides
+            except Exception as exc:
+                reason = f"round setup failed: {one_line(exc)}"
+                self.log(f"{wl.name} r{r}: {reason}")
+                for p in self.paths:
+                    runs.append({"round": r, "path": p, "ok": False, "error": reason})
+                    self.done_runs += 1
+                continue
+            direct_primary: float | None = None
+            written = False  # whether a path of this round wrote to the broker already
+            for path in round_order(self.paths, r):
+                status = self.results["paths"][path]["status"].get(up.name, "ok")
+                if status != "ok":
+                    runs.append({"round": r, "path": path, "ok": False, "skipped": True,
+                                 "error": status})  # fmt: skip
+                    self.done_runs += 1
+                    continue
+                topic = shared_topic
+                if wl.kind not in ("consume", "perf-consume"):
+                    topic = f"{wl.name}-r{r}-{path}"
+                if up.name == "tansu" and wl.kind in WRITING and written:
+                    # Tansu keeps what was produced in memory and slows as it grows: every
+                    # path writes to a broker as empty as the first path's was.
+                    try:
+                        self._reset_broker(up, proxies)
+                    except Exception as exc:
+                        reason = f"broker reset failed: {one_line(exc)}"
+                        runs.append({"round": r, "path": path, "ok": False, "error": reason})
+                        self.done_runs += 1
+                        continue
+                written = True
+                record = self.run_one(wl, up, path, proxies.get(path), r, topic, created)
+                runs.append(record)
+                self.done_runs += 1
+                primary = wl.metrics[0]
+                value = record.get("result", {}).get(primary.key) if record["ok"] else None
+                if path == "direct":
+                    direct_primary = value
+                ratio = ""
+                if value is not None and direct_primary and path != "direct":
+                    ratio = f" ({value / direct_primary:.2f} of direct)"
+                shown = f"{value:,.2f} {primary.unit}" if value is not None else record["error"]
+                self.log(f"{self.done_runs}/{self.total_runs} {wl.name} r{r} {path}: "
+                         f"{shown}{ratio}")  # fmt: skip
+            if persistent:
+                with contextlib.suppress(Exception):
+                    up.drop_topics(created)
+
+    def run_one(
+        self,
+        wl: Workload,
+        up: Upstream,
+        path: str,
+        proxy: Any,
+        r: int,
+        topic: str,
+        created: list[str],
+    ) -> dict[str, Any]:
+        record: dict[str, Any] = {"round": r, "path": path, "ok": False}
+        side = up.side(path)
+        bootstrap = up.direct_bootstrap() if path == "direct" else proxy.bootstrap
+        pid: int | None = proxy.pid if proxy is not None else None
+        t0 = time.monotonic()
+        recorders: list[Recorder] = []
+        try:
+            if pid is not None and not os.path.exists(f"/proc/{pid}"):
+                raise RuntimeError(f"{path} is no longer running")
+            if wl.kind not in ("consume", "perf-consume"):
+                partitions = int(wl.params.get("partitions", 1))
+                up.create_topic(topic, partitions, side)
+                created.append(topic)
+            meter = ProxyMeter(proxy)
+            name = f"{wl.name}-{path}-r{r}.txt"
+            if self.opts.profile_dir is not None and meter.kproxy is not None and pid is not None:
+                recorders.append(py_spy(pid, self.opts.profile_dir / name))
+            syscalls = None
+            if self.opts.syscalls_dir is not None and pid is not None:
+                syscalls = perf_trace(pid, self.opts.syscalls_dir / name)
+                recorders.append(syscalls)
+            native = None
+            if self.opts.native_profile_dir is not None and pid is not None:
+                data = self.opts.native_profile_dir / name.replace(".txt", ".perf.data")
+                native = perf_record(pid, data)
+                recorders.append(native)
+            steal = StealMeter()
+            result = generate(wl, up, side, bootstrap, topic, pid, self.opts.run_timeout)
+            record["steal"] = steal.share()
+            _stop(recorders)
+            proxy_rec, kproxy_rec = meter.records(float(result.get("bytes") or 0))
+            if proxy_rec is not None:
+                if syscalls is not None:
+                    calls = syscall_counts(syscalls.output())
+                    proxy_rec["syscalls"] = sum(calls.values())
+                    proxy_rec["syscalls_by_name"] = calls
+                if native is not None:
+                    samples = samples_by_object(native.written())
+                    proxy_rec["cpu_seconds_by_object"] = shared_out(
+                        proxy_rec["cpu_seconds"], samples
+                    )
+                record["proxy"] = proxy_rec
+                if wl.kind == "connections":
+                    rss0 = meter.rss0_kb / 1024
+                    result["rss_idle_mb"] = round(result.pop("_rss_idle_kb") / 1024, 1)
+                    result["rss_delta_mb"] = round(result["rss_idle_mb"] - rss0, 1)
+                    result["rss_before_mb"] = round(rss0, 1)
+            else:
+                result.pop("_rss_idle_kb", None)
+            if kproxy_rec is not None:
+                record["kproxy"] = kproxy_rec
+            record["result"] = result
+            record["ok"] = True
+        except Exception as exc:
+            record["error"] = one_line(exc)
+            if os.environ.get("KPROXY_BENCH_DEBUG"):
+                traceback.print_exc()
+        finally:
+            _stop(recorders)
+        record["wall_seconds"] = round(time.monotonic() - t0, 2)
+        return record
+
+
+def _stop(recorders: list[Recorder]) -> None:
+    while recorders:
+        recorders.pop().stop()
