@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.generate import generator
-from bench.peers import cpu_times
+from bench.procfs import cpu_times
 from bench.upstreams import KafkaUpstream
 from kproxy.cli import _positive_int as positive_int
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from bench.catalog import Workload
 from bench.mock_upstream import LeaderMover, MockUpstream
-from bench.peers import REPO, memory_kb
+from bench.peers import REPO
+from bench.procfs import memory_kb
 from bench.upstreams import Upstream
 
 

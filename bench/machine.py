@@ -11,14 +11,9 @@ import resource
 import subprocess
 from typing import Any
 
-from bench.peers import (
-    KROXYLICIOUS_VERSION,
-    REPO,
-    grepplabs_version,
-    haproxy_version,
-    java_version,
-    tansu_version,
-)
+from bench.grepplabs_peer import grepplabs_version
+from bench.kroxylicious_peer import KROXYLICIOUS_VERSION
+from bench.peers import REPO, haproxy_version, java_version, tansu_version
 
 
 def machine_info() -> dict[str, Any]:

@@ -1,5 +1,7 @@
-"""The processes a benchmark run puts in the path: kproxy, haproxy, Kroxylicious,
-grepplabs kafka-proxy (the Tansu broker and proxy come from ``tests/peers``).
+"""The processes a benchmark run puts in the path: kproxy, haproxy, the Python floor
+(Kroxylicious and grepplabs kafka-proxy have modules of their own:
+``bench.kroxylicious_peer``, ``bench.grepplabs_peer``; the Tansu broker and proxy come
+from ``tests/peers``).
 
 Peers are installed from registries by name and cached under
 ``~/.cache/kproxy-peers`` (``$KPROXY_PEERS_CACHE``); none of their code is in this
@@ -9,12 +11,9 @@ reason, and the harness records it instead of failing the whole run.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -25,11 +24,8 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.procfs import maps_mention
 from tests.peers.kafka_cluster import (
-    MavenFetchFailed,
-    cache_root,
-    copy_maven_dependencies,
-    file_lock,
     java_bin,
 )
 from tests.peers.net import (
@@ -45,89 +41,10 @@ from tests.peers.tansu import TansuBroker
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
-KROXYLICIOUS_POM = BENCH / "kroxylicious" / "pom.xml"
-#: Our stand-in for Kroxylicious's command line (kroxylicious-app is not on this
-#: machine's Maven Central; kroxylicious-runtime, which holds the proxy, is).
-KROXYLICIOUS_LAUNCHER = BENCH / "kroxylicious" / "KroxyliciousLauncher.java"
-#: io.kroxylicious:kroxylicious-runtime release to fetch (override:
-#: KPROXY_BENCH_KROXYLICIOUS_VERSION); 0.12.0 is the newest Maven Central serves here.
-KROXYLICIOUS_VERSION = os.environ.get("KPROXY_BENCH_KROXYLICIOUS_VERSION", "0.12.0")
-KROXYLICIOUS_MAIN = "KroxyliciousLauncher"
-GREPPLABS_MODULE = "github.com/grepplabs/kafka-proxy"
-GREPPLABS_VERSION = os.environ.get("KPROXY_BENCH_GREPPLABS_VERSION", "latest")
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class Unavailable(RuntimeError):
     """A peer that cannot run on this machine; ``str(exc)`` says why."""
-
-
-# ---------------------------------------------------------------------------------------
-# /proc
-# ---------------------------------------------------------------------------------------
-
-
-def cpu_times(pid: int) -> tuple[float, float]:
-    """(utime, stime) of ``pid`` (all its threads), in seconds: user space, and the
-    kernel working for it (its syscalls, and on loopback the peer's TCP receive too)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        text = fh.read()
-    # The command name (field 2) may contain spaces: split after its closing paren.
-    fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` (all its threads), in seconds."""
-    return sum(cpu_times(pid))
-
-
-def memory_kb(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (peak RSS) of ``pid`` in kB."""
-    out: dict[str, int] = {}
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                key, value = line.split(":", 1)
-                out[key] = int(value.split()[0])
-    return out
-
-
-def reset_peak_rss(pid: int) -> bool:
-    """Reset ``pid``'s VmHWM to its current RSS (``echo 5 > /proc/PID/clear_refs``), so that
-    the peak read after a run is the peak of that run. False if the kernel refused."""
-    try:
-        with open(f"/proc/{pid}/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def maps_mention(pid: int, needle: str) -> bool:
-    with open(f"/proc/{pid}/maps") as fh:
-        return any(needle in line for line in fh)
-
-
-def consecutive_free_ports(count: int, attempts: int = 200) -> int:
-    """A port P such that P..P+count-1 are all free on loopback (for peers that put
-    node N on bootstrap port + N)."""
-    for _ in range(attempts):
-        base = random.randint(20000, 40000)
-        socks: list[socket.socket] = []
-        try:
-            for p in range(base, base + count):
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                socks.append(s)
-                s.bind((LOOPBACK, p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {count} consecutive free ports found")
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,7 +320,7 @@ class PythonFloorPeer(ForwarderPeer):
 
 
 # ---------------------------------------------------------------------------------------
-# Kroxylicious (Java, Maven Central)
+# A peer's own process
 # ---------------------------------------------------------------------------------------
 
 
@@ -419,259 +336,6 @@ def start_listening(
         proc.stop(timeout=5)
         raise Unavailable(f"{title} did not start: {exc}: {failure[-400:]}") from exc
     return proc
-
-
-def _last_error(text: str, limit: int = 300) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if "ERROR" in ln or "error" in ln.lower()]
-    line = lines[0] if lines else (text.strip().splitlines() or ["(no output)"])[-1]
-    line = re.sub(r"\x1b\[[0-9;]*m", "", line)
-    return line[:limit]
-
-
-def _javac() -> str | None:
-    """``javac`` of the JDK :func:`java_bin` runs (so the class files match it)."""
-    try:
-        sibling = Path(java_bin()).resolve().parent / "javac"
-    except FileNotFoundError:
-        return None
-    return str(sibling) if sibling.is_file() else shutil.which("javac")
-
-
-def _compile_kroxylicious_launcher(home: Path, lib: Path) -> Path:
-    """``home/classes`` holding :data:`KROXYLICIOUS_LAUNCHER` compiled against ``lib``;
-    recompiled only when the source changes. A javac failure is not cached (it is
-    cheap to retry and is fixed by editing the source)."""
-    classes = home / "classes"
-    source = KROXYLICIOUS_LAUNCHER.read_bytes()
-    stamp = hashlib.sha256(source).hexdigest()
-    done = classes / ".source-sha256"
-    if done.is_file() and done.read_text().strip() == stamp:
-        return classes
-    javac = _javac()
-    if javac is None:
-        raise Unavailable("javac (a JDK, not only a JRE) is not installed")
-    tmp = home / f"classes.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    cmd = [javac, "-nowarn", "-d", str(tmp), "-cp", f"{lib}/*", str(KROXYLICIOUS_LAUNCHER)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise Unavailable(f"javac did not compile {KROXYLICIOUS_LAUNCHER.name} in 300 s") from None
-    if proc.returncode != 0 or not (tmp / f"{KROXYLICIOUS_MAIN}.class").is_file():
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise Unavailable(
-            f"javac could not compile {KROXYLICIOUS_LAUNCHER.name} against "
-            f"kroxylicious-runtime {KROXYLICIOUS_VERSION}: "
-            + _last_error(proc.stdout + "\n" + proc.stderr)
-        )
-    (tmp / done.name).write_text(stamp + "\n")
-    shutil.rmtree(classes, ignore_errors=True)
-    tmp.rename(classes)
-    return classes
-
-
-def ensure_kroxylicious(version: str = KROXYLICIOUS_VERSION) -> str:
-    """The classpath that runs Kroxylicious: ``io.kroxylicious:kroxylicious-runtime:<version>``
-    and its dependencies (``mvn dependency:copy-dependencies`` into ``lib/``) plus
-    :data:`KROXYLICIOUS_LAUNCHER` compiled into ``classes/``, or :class:`Unavailable`."""
-    home = cache_root() / f"kroxylicious-{version}"
-    lib = home / "lib"
-    runtime_jar = f"kroxylicious-runtime-{version}.jar"
-    with file_lock(home / ".lock"):
-        if not ((home / ".complete").is_file() and (lib / runtime_jar).is_file()):
-            _fetch_kroxylicious(home, version, runtime_jar)
-    classes = _compile_kroxylicious_launcher(home, lib)
-    return f"{lib}/*{os.pathsep}{classes}"
-
-
-def _fetch_kroxylicious(home: Path, version: str, runtime_jar: str) -> None:
-    failed = home / "install-failed.txt"
-    if failed.is_file():
-        # One attempt per machine and version; delete the file to try again.
-        raise Unavailable(failed.read_text().strip())
-    try:
-        copy_maven_dependencies(
-            KROXYLICIOUS_POM, home / "lib", {"kroxylicious.version": version}, [runtime_jar],
-            timeout=900, update=True,
-        )  # fmt: skip
-    except FileNotFoundError as exc:
-        raise Unavailable(str(exc)) from None
-    except subprocess.TimeoutExpired:
-        raise Unavailable(f"Maven did not fetch Kroxylicious {version} within 900 s") from None
-    except MavenFetchFailed as exc:
-        reason = (
-            f"io.kroxylicious:kroxylicious-runtime:{version} did not resolve from Maven "
-            "Central: " + _last_error(exc.output)
-        )
-        failed.write_text(reason + "\n")
-        raise Unavailable(reason) from None
-    (home / ".complete").write_text(version + "\n")
-
-
-@dataclass(frozen=True)
-class KroxyliciousTls:
-    """Kroxylicious terminating clients' TLS and trusting `ca` towards the cluster."""
-
-    certificate: Path
-    key: Path
-    ca: Path
-
-
-class KroxyliciousPeer(LoopbackPeer):
-    """Kroxylicious pass-through (no filters), port-per-broker networking
-    (``portIdentifiesNode``): bootstrap on P, node N on P + 1 + (N - first id)."""
-
-    def __init__(
-        self,
-        name: str,
-        upstream: str,
-        node_ids: list[int],
-        workdir: Path,
-        tls: KroxyliciousTls | None = None,
-    ) -> None:
-        self.name = name
-        self.tls = tls
-        self.upstream = upstream
-        self.node_ids = sorted(node_ids)
-        self.workdir = workdir
-        self.port = consecutive_free_ports(len(self.node_ids) + 1)
-        self.process: PeerProcess | None = None
-
-    def config(self) -> dict[str, Any]:
-        target: dict[str, Any] = {"bootstrapServers": self.upstream}
-        gateway_tls: dict[str, Any] = {}
-        if self.tls is not None:
-            target["tls"] = {"trust": {"storeFile": str(self.tls.ca), "storeType": "PEM"}}
-            gateway_tls = {
-                "tls": {
-                    "key": {
-                        "privateKeyFile": str(self.tls.key),
-                        "certificateFile": str(self.tls.certificate),
-                    }
-                }
-            }
-        return {
-            "virtualClusters": [
-                {
-                    "name": "bench",
-                    "targetCluster": target,
-                    "gateways": [
-                        {
-                            "name": "default",
-                            "portIdentifiesNode": {
-                                "bootstrapAddress": self.bootstrap,
-                                "nodeIdRanges": [
-                                    {"name": f"n{i}", "start": i, "end": i} for i in self.node_ids
-                                ],
-                            },
-                            **gateway_tls,
-                        }
-                    ],
-                    "logNetwork": False,
-                    "logFrames": False,
-                }
-            ]
-        }
-
-    def start(self) -> KroxyliciousPeer:
-        classpath = ensure_kroxylicious()
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        cfg = self.workdir / f"{self.name}.yaml"
-        cfg.write_text(yaml.safe_dump(self.config()))
-        # No log4j2 configuration file: its default configuration (console) at INFO,
-        # which is Kroxylicious's startup/shutdown and error logging.
-        argv = [
-            java_bin(), "-Xms512m", "-Xmx512m", "-Djava.awt.headless=true",
-            "-Dorg.apache.logging.log4j.level=INFO",
-            "-cp", classpath, KROXYLICIOUS_MAIN, "--config", str(cfg),
-        ]  # fmt: skip
-        self.process = start_listening(self.name, argv, self.workdir, self.port, 60, "Kroxylicious")
-        return self
-
-
-# ---------------------------------------------------------------------------------------
-# grepplabs kafka-proxy (Go, through the Go module proxy)
-# ---------------------------------------------------------------------------------------
-
-
-def _grepplabs_bindir() -> Path:
-    """Where ``go install`` puts the ``kafka-proxy`` binary (in the peers' cache)."""
-    return cache_root() / "grepplabs-kafka-proxy" / "bin"
-
-
-def _installed_grepplabs() -> Path | None:
-    """The ``kafka-proxy`` binary on PATH or in the cache, if either has one."""
-    found = shutil.which("kafka-proxy")
-    if found:
-        return Path(found)
-    exe = _grepplabs_bindir() / "kafka-proxy"
-    return exe if exe.is_file() else None
-
-
-def ensure_grepplabs() -> Path:
-    """The ``kafka-proxy`` binary: on PATH, in the cache, or built with ``go install``
-    into the cache. :class:`Unavailable` with Go's own reason if it does not build."""
-    installed = _installed_grepplabs()
-    if installed is not None:
-        return installed
-    bindir = _grepplabs_bindir()
-    exe = bindir / "kafka-proxy"
-    failed = bindir.parent / "install-failed.txt"
-    if failed.is_file():
-        # One attempt per machine; delete the file to try again.
-        raise Unavailable(failed.read_text().strip())
-    go = shutil.which("go")
-    if go is None:
-        raise Unavailable("the Go toolchain is not installed")
-    bindir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, GOBIN=str(bindir))
-    cmd = [go, "install", f"{GREPPLABS_MODULE}@{GREPPLABS_VERSION}"]
-    try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=900, env=env, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise Unavailable("go install of grepplabs kafka-proxy took over 900 s") from None
-    if proc.returncode != 0 or not exe.is_file():
-        reason = (
-            f"`go install {GREPPLABS_MODULE}@{GREPPLABS_VERSION}` failed: "
-            + " ".join((proc.stderr or proc.stdout).split())[:400]
-        )
-        failed.write_text(reason + "\n")
-        raise Unavailable(reason)
-    return exe
-
-
-class GrepplabsPeer(LoopbackPeer):
-    """grepplabs kafka-proxy with one bootstrap mapping per broker (``upstream`` is a
-    comma-separated list of the brokers' advertised addresses); the first is the
-    bootstrap."""
-
-    stop_timeout = 5.0
-
-    def __init__(self, name: str, upstream: str, workdir: Path) -> None:
-        self.name = name
-        self.upstreams = [u.strip() for u in upstream.split(",") if u.strip()]
-        self.workdir = workdir
-        ports = free_ports(len(self.upstreams) + 1)
-        self.port = ports[0]
-        self.http_port = ports[-1]
-        self.local_ports = ports[:-1]
-        self.process: PeerProcess | None = None
-
-    def start(self) -> GrepplabsPeer:
-        exe = ensure_grepplabs()
-        argv = [str(exe), "server"]
-        for upstream, port in zip(self.upstreams, self.local_ports, strict=True):
-            argv += ["--bootstrap-server-mapping", f"{upstream},{LOOPBACK}:{port}"]
-        argv += [
-            "--http-listen-address", f"{LOOPBACK}:{self.http_port}",
-            "--log-level", "warning",
-        ]  # fmt: skip
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.process = start_listening(self.name, argv, self.workdir, self.port, 30, "kafka-proxy")
-        return self
 
 
 # ---------------------------------------------------------------------------------------
@@ -706,21 +370,3 @@ def java_version() -> str | None:
         return None
     m = re.search(r'"([^"]+)"', line or "")
     return m.group(1) if m else line
-
-
-def grepplabs_version() -> str | None:
-    """The module version ``go version -m`` finds in the installed binary, if any
-    (looking never installs: a run that leaves grepplabs out must not build it)."""
-    exe = _installed_grepplabs()
-    if exe is None:
-        return None
-    go = shutil.which("go")
-    if go is None:
-        return None
-    proc = subprocess.run([go, "version", "-m", str(exe)], capture_output=True, text=True,
-                          timeout=30, check=False)  # fmt: skip
-    for line in proc.stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[0] == "mod" and parts[1] == GREPPLABS_MODULE:
-            return parts[2]
-    return None

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.peers import KproxyPeer, cpu_times, memory_kb, reset_peak_rss
+from bench.peers import KproxyPeer
+from bench.procfs import cpu_times, memory_kb, reset_peak_rss
 
 
 class ProxyMeter:

@@ -34,15 +34,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.peers import (
-    HaproxyPeer,
-    HaproxyTls,
-    KproxyPeer,
-    KroxyliciousPeer,
-    KroxyliciousTls,
-    Unavailable,
-    cpu_seconds,
-)
+from bench.kroxylicious_peer import KroxyliciousPeer, KroxyliciousTls
+from bench.peers import HaproxyPeer, HaproxyTls, KproxyPeer, Unavailable
+from bench.procfs import cpu_seconds
 from bench.report import APPENDED_SECTIONS
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.net import LOOPBACK, free_ports

@@ -25,13 +25,13 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from bench.grepplabs_peer import GrepplabsPeer
+from bench.kroxylicious_peer import KroxyliciousPeer
 from bench.peers import (
     REPO,
     AdvertisedTansu,
-    GrepplabsPeer,
     HaproxyPeer,
     KproxyPeer,
-    KroxyliciousPeer,
     PythonFloorPeer,
     Unavailable,
 )

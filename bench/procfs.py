@@ -1,0 +1,49 @@
+"""What /proc says about a peer's process: its CPU time, its resident memory."""
+
+from __future__ import annotations
+
+import os
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(utime, stime) of ``pid`` (all its threads), in seconds: user space, and the
+    kernel working for it (its syscalls, and on loopback the peer's TCP receive too)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        text = fh.read()
+    # The command name (field 2) may contain spaces: split after its closing paren.
+    fields = text[text.rindex(")") + 2 :].split()
+    return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` (all its threads), in seconds."""
+    return sum(cpu_times(pid))
+
+
+def memory_kb(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak RSS) of ``pid`` in kB."""
+    out: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, value = line.split(":", 1)
+                out[key] = int(value.split()[0])
+    return out
+
+
+def reset_peak_rss(pid: int) -> bool:
+    """Reset ``pid``'s VmHWM to its current RSS (``echo 5 > /proc/PID/clear_refs``), so that
+    the peak read after a run is the peak of that run. False if the kernel refused."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def maps_mention(pid: int, needle: str) -> bool:
+    with open(f"/proc/{pid}/maps") as fh:
+        return any(needle in line for line in fh)
