@@ -9,9 +9,7 @@ import subprocess
 from pathlib import Path
 
 from bench.peers import LoopbackPeer, Unavailable, start_listening
-from tests.peers.kafka_cluster import (
-    cache_root,
-)
+from tests.peers.kafka_install import cache_root
 from tests.peers.net import (
     LOOPBACK,
     free_ports,

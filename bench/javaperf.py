@@ -1,12 +1,12 @@
 """Kafka's own load generators (kafka-producer-perf-test, kafka-consumer-perf-test),
-run from the Apache Kafka jars that ``tests/peers/kafka_cluster.py`` fetches."""
+run from the Apache Kafka jars that ``tests/peers/kafka_install.py`` fetches."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from tests.peers.kafka_cluster import MAIN_CONSUMER_PERF, MAIN_PRODUCER_PERF, run_java_tool
+from tests.peers.kafka_install import MAIN_CONSUMER_PERF, MAIN_PRODUCER_PERF, run_java_tool
 
 _HEAP = "512m"
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from bench.peers import BENCH, LoopbackPeer, Unavailable, start_listening
-from tests.peers.kafka_cluster import (
+from tests.peers.kafka_install import (
     MavenFetchFailed,
     cache_root,
     copy_maven_dependencies,

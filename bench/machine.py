@@ -44,7 +44,7 @@ def software_versions() -> dict[str, str | None]:
     import confluent_kafka
 
     import kproxy
-    from tests.peers.kafka_cluster import KAFKA_VERSION
+    from tests.peers.kafka_install import KAFKA_VERSION
 
     try:
         uv: str | None = importlib.metadata.version("uvloop")

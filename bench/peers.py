@@ -25,9 +25,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.procfs import maps_mention
-from tests.peers.kafka_cluster import (
-    java_bin,
-)
+from tests.peers.kafka_install import java_bin
 from tests.peers.net import (
     LOOPBACK,
     fetch_metadata,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.peers.kafka_cluster import MAIN_CONSUMER_PERF, MAIN_PRODUCER_PERF, KafkaCluster
+from tests.peers.kafka_cluster import KafkaCluster
+from tests.peers.kafka_install import MAIN_CONSUMER_PERF, MAIN_PRODUCER_PERF
 
 
 def java_produce(

@@ -27,7 +27,8 @@ from tests.integration.test_leak_hunt import LogLines, assert_no_leak
 from tests.integration.test_reload import reload_with
 from tests.java_perf import java_consume_count
 from tests.kproxy_process import KproxyProcess
-from tests.peers.kafka_cluster import MAIN_PRODUCER_PERF, KafkaCluster
+from tests.peers.kafka_cluster import KafkaCluster
+from tests.peers.kafka_install import MAIN_PRODUCER_PERF
 from tests.peers.net import wait_until
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]

@@ -30,7 +30,7 @@ import pytest
 
 from tests.churn_traffic import read_event_files
 from tests.kproxy_process import KproxyProcess
-from tests.peers.kafka_cluster import run_java_tool
+from tests.peers.kafka_install import run_java_tool
 from tests.peers.kraft_quorum import QuorumCluster
 from tests.peers.net import LOOPBACK, connected_peers, wait_until
 from tests.peers.procs import log_tail

@@ -17,7 +17,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from tests.peers.kafka_cluster import MAIN_PRODUCER_PERF, KafkaCluster
+from tests.peers.kafka_cluster import KafkaCluster
+from tests.peers.kafka_install import MAIN_PRODUCER_PERF
 from tests.peers.kcat import run_kcat
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import LOOPBACK, metadata_brokers, port_open

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from tests.peers.kafka_cluster import (
+from tests.peers.kafka_install import (
     MAIN_METADATA_QUORUM,
     MAIN_STORAGE_TOOL,
     ensure_kafka_jars,
