@@ -33,10 +33,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.analytics_baseline import compare
 from bench.analytics_bench import (
     RESULTS_MD,
     _load,
-    compare,
     default_data,
     ensure_data,
     measured,
