@@ -109,6 +109,7 @@ def kio_seeds(per_version: int, seed: int) -> list[Seed]:
         from hypothesis.errors import NonInteractiveExampleWarning
 
         from tests import kio_support as ks
+        from tests.kio_strategies import message_strategy
     except ImportError:
         return []
     out: list[Seed] = []
@@ -128,7 +129,7 @@ def kio_seeds(per_version: int, seed: int) -> list[Seed]:
                 deadline=None,
                 suppress_health_check=list(HealthCheck),
             )
-            @given(ks.message_strategy(cls))
+            @given(message_strategy(cls))
             def draw(msg: object) -> None:
                 sink(msg)  # noqa: B023 (called right below, inside this iteration)
 

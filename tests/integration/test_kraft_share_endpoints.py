@@ -41,28 +41,26 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from tests.kio_expected import ExpectedEndpoint, expected_endpoints, replace_endpoints
+from tests.kio_strategies import message_strategy
 from tests.kio_support import (
-    ExpectedEndpoint,
     decode_response_frame,
     encode_request_frame,
     encode_response_frame,
-    expected_endpoints,
     kio_message_class,
     kio_versions,
-    message_strategy,
-    replace_endpoints,
 )
 from tests.kproxy_process import KproxyProcess
 from tests.peers.net import LOOPBACK, wait_until
-from tests.scripted_broker import (
+from tests.scripted_answers import (
     CLIENT_LISTENER,
     CONTROLLER_LISTENER,
     METADATA_TOPIC,
-    ScriptedBroker,
     Sub,
     build,
     field_class,
 )
+from tests.scripted_broker import ScriptedBroker
 
 CLIENT_ID = "kraft-share-test"
 MAX_NODE_ID = 1000  # listeners.max_node_id, set explicitly below

@@ -30,7 +30,8 @@ from kio.schema.errors import ErrorCode
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.fetch_scan import fetch_response_is_plain
 from kproxy.protocol.walker import walk
-from tests.kio_support import kio_message_class, message_strategy
+from tests.kio_strategies import message_strategy
+from tests.kio_support import kio_message_class
 from tests.property.scan_support import AFTER, assert_plain_only_whole, scanned, spoilers
 from tests.session.test_session_streaming import fetch_response
 

@@ -28,7 +28,8 @@ from kio.schema.errors import ErrorCode
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.walker import walk
-from tests.kio_support import encode_response_frame, kio_message_class, message_strategy
+from tests.kio_strategies import message_strategy
+from tests.kio_support import encode_response_frame, kio_message_class
 from tests.property.scan_support import (
     AFTER,
     assert_plain_only_whole,

@@ -34,19 +34,21 @@ from kproxy.protocol.headers import parse_request_header, parse_response_header
 from kproxy.protocol.plan import PLANS
 from kproxy.protocol.rewriter import rewrite
 from kproxy.protocol.walker import Endpoint, LeaderObservation, WalkResult, walk
-from tests.kio_support import (
-    ENDPOINT_MESSAGES,
+from tests.kio_expected import (
     ExpectedEndpoint,
     ExpectedLeader,
+    expected_endpoints,
+    expected_leaders,
+    replace_endpoints,
+)
+from tests.kio_strategies import message_strategy
+from tests.kio_support import (
+    ENDPOINT_MESSAGES,
     decode_request_frame,
     decode_response_frame,
     encode_request_frame,
     encode_response_frame,
-    expected_endpoints,
-    expected_leaders,
     kio_message_class,
-    message_strategy,
-    replace_endpoints,
     response_header_version,
 )
 

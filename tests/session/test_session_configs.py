@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from kproxy.protocol.config_addresses import names_an_address
+from tests.kio_strategies import message_strategy
 from tests.kio_support import (
     decode_response_frame,
     encode_request_frame,
     encode_response_frame,
     kio_message_class,
     kio_versions,
-    message_strategy,
 )
 from tests.session.test_session_playbook import client, joined, session, upstream
 

@@ -28,7 +28,8 @@ from kproxy.protocol.plan_codes import (
     R_TOPIC_NAME,
 )
 from kproxy.protocol.walker import LeaderObservation
-from tests.kio_support import encode_response_frame, kio_message_class, message_strategy
+from tests.kio_strategies import message_strategy
+from tests.kio_support import encode_response_frame, kio_message_class
 from tests.session.test_session_playbook import (
     LATER,
     client,

@@ -30,14 +30,9 @@ from kproxy.proxy.mapping import AddressMap
 from kproxy.session import ProxySession, SessionLimits, UpstreamStep
 from kproxy.session.inflight import InFlight
 from kproxy.session.streaming import StreamedResponse, streamable
-from tests.kio_support import (
-    decode_response_frame,
-    encode_response_frame,
-    expected_leaders,
-    kio_message_class,
-    message_strategy,
-    replace_endpoints,
-)
+from tests.kio_expected import expected_leaders, replace_endpoints
+from tests.kio_strategies import message_strategy
+from tests.kio_support import decode_response_frame, encode_response_frame, kio_message_class
 from tests.raw_kafka import uvarint
 from tests.session.test_session_playbook import (
     KPROXY_HOST,

@@ -674,6 +674,7 @@ def test_rewrite(v: Vector) -> None:
 def test_rewrite_decodes_with_kio(v: Vector) -> None:
     """kio decodes the rewritten frame as the original with the mapping applied."""
     kio_support = pytest.importorskip("tests.kio_support")
+    from tests.kio_expected import expected_endpoints
     from tests.property.test_walker_kio import apply_mapping
 
     cls = kio_support.kio_message_class(v.api_key, v.version, v.kind)
@@ -685,7 +686,7 @@ def test_rewrite_decodes_with_kio(v: Vector) -> None:
         rewritten = kio_support.decode_response_frame(cls, v.rewritten())[1]
     want = apply_mapping(original, lambda ep: golden_target(ep.node_id, ep.listener))
     assert rewritten == want
-    assert [(e.path, e.node_id) for e in kio_support.expected_endpoints(original)] == [
+    assert [(e.path, e.node_id) for e in expected_endpoints(original)] == [
         (_snake(path), node_id) for path, node_id, *_ in v.endpoints
     ]
 

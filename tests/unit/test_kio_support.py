@@ -12,21 +12,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from tests.kio_support import (
-    ENDPOINT_MESSAGES,
+from tests.kio_expected import (
     ExpectedEndpoint,
     ExpectedLeader,
+    expected_endpoints,
+    expected_leaders,
+    replace_endpoints,
+)
+from tests.kio_strategies import message_strategy
+from tests.kio_support import (
+    ENDPOINT_MESSAGES,
     decode_body,
     decode_request_frame,
     decode_response_frame,
     encode_body,
     encode_request_frame,
     encode_response_frame,
-    expected_endpoints,
-    expected_leaders,
     kio_message_class,
-    message_strategy,
-    replace_endpoints,
 )
 
 SMOKE = settings(

@@ -30,12 +30,12 @@ from kproxy.protocol.apis import APIS
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.headers import parse_request_header
 from kproxy.protocol.refusal import can_refuse, refusal_response, refusal_text
+from tests.kio_strategies import message_strategy
 from tests.kio_support import (
     decode_response_frame,
     encode_request_frame,
     kio_message_class,
     kio_versions,
-    message_strategy,
 )
 
 TOPIC, GROUP, CLUSTER = 29, 30, 31

@@ -25,7 +25,7 @@ from kproxy.protocol.sasl_messages import (
 from kproxy.sasl import SaslFailed, SaslSession
 from tests.kio_support import decode_request_frame, encode_response_frame, kio_message_class
 from tests.metadata_broker import api_versions_answer
-from tests.scripted_broker import build
+from tests.scripted_answers import build
 
 
 def test_requests_read_back_with_kio() -> None:
