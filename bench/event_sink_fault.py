@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         with kp:
             produce(kp.bootstrap, "traffic", args.seconds)  # warm up (the brokers' JIT)
             for r in range(args.rounds * 2):
-                up = r % 2 == 0
-                if up:
+                events_up = r % 2 == 0
+                if events_up:
                     events.start_node(1, in_sync=False)
                 else:
                     events.stop_node(1)
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 cpu, requests = kp.cpu_seconds() - cpu, produce_requests(kp) - requests
                 rows.append(
                     {
-                        "events_cluster": "up" if up else "down",
+                        "events_cluster": "up" if events_up else "down",
                         "msgs_per_s": round(rate),
                         "produce_requests": int(requests),
                         "kproxy_cpu_s": round(cpu, 2),

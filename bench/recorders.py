@@ -32,6 +32,7 @@ class Recorder:
 
     def __init__(self, argv: list[str], out: Path) -> None:
         self.out = out
+        self.tool = argv[0]
         out.parent.mkdir(parents=True, exist_ok=True)
         # What the tool says on stderr goes beside its output, for `output` to quote when
         # there is none (a tool that is missing, or not allowed to attach).
@@ -54,7 +55,7 @@ class Recorder:
         """The file the tool wrote, once stopped; RuntimeError with its stderr if none."""
         if not self.out.is_file():
             said = self.stderr.read_text(errors="replace").strip()[-400:]
-            raise RuntimeError(f"{self.proc.args[0]} wrote no {self.out.name}: {said}")
+            raise RuntimeError(f"{self.tool} wrote no {self.out.name}: {said}")
         return self.out
 
     def output(self) -> str:

@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kio.schema.produce.v10.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.static.primitive import Records
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from bench.ab import compiled_copy
 from bench.least_pair import least_pair
@@ -69,13 +70,13 @@ REPO = Path(__file__).resolve().parents[1]
 def produce_pair(record_bytes: int = 100, corr: int = 7) -> tuple[bytes, bytes]:
     request = ProduceRequest(
         transactional_id=None,
-        acks=1,
-        timeout=datetime.timedelta(seconds=30),
+        acks=i16(1),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topic_data=(
             TopicProduceData(
-                name="bench",
+                name=TopicName("bench"),
                 partition_data=(
-                    PartitionProduceData(index=0, records=Records(b"r" * record_bytes)),
+                    PartitionProduceData(index=i32(0), records=Records(b"r" * record_bytes)),
                 ),
             ),
         ),

@@ -117,7 +117,9 @@ def kio_seeds(per_version: int, seed: int) -> list[Seed]:
     walked = [*ks.ENDPOINT_MESSAGES, (32, "response", ks.kio_versions(32, "response"))]
     for api_key, kind, versions in walked:
         for version in versions:
-            cls = ks.kio_message_class(api_key, version, kind)
+            cls = ks.kio_message_class(
+                api_key, version, "request" if kind == "request" else "response"
+            )
             assert cls is not None
             drawn: list[object] = []
             sink = drawn.append
