@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.generate import generator
+from bench.kafka_upstream import KafkaUpstream
 from bench.procfs import cpu_times
-from bench.upstreams import KafkaUpstream
 from kproxy.cli import _positive_int as positive_int
 
 

@@ -5,7 +5,6 @@ run of a workload sets going around them."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,15 +12,9 @@ from typing import Any
 
 from bench.catalog import Workload
 from bench.mock_upstream import LeaderMover, MockUpstream
-from bench.peers import REPO
+from bench.peers import REPO, env_with_path
 from bench.procfs import memory_kb
 from bench.upstreams import Upstream
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
 
 
 def generator(
@@ -42,7 +35,7 @@ def run_generator(
     label = label or kind
     try:
         proc = subprocess.run([sys.executable, "-m", module, kind, *argv], capture_output=True,
-                              text=True, timeout=timeout, env=_env(), cwd=REPO,
+                              text=True, timeout=timeout, env=env_with_path(), cwd=REPO,
                               check=False)  # fmt: skip
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{label} did not finish within {timeout:.0f} s") from None
@@ -110,7 +103,7 @@ def _connections(
     argv = [sys.executable, "-m", "bench.workloads", "idle", "--bootstrap", bootstrap,
             "--topic", topic, "--count", str(p["idle"]), "--timeout", "120"]  # fmt: skip
     holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=_env(),
+                              stderr=subprocess.PIPE, text=True, env=env_with_path(),
                               cwd=REPO)  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdin is not None

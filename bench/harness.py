@@ -29,6 +29,7 @@ from typing import Any
 from bench.ab import compiled_copy
 from bench.catalog import UPSTREAM_ORDER, UPSTREAM_TITLES, Workload, workloads
 from bench.generate import generate, one_line
+from bench.kafka_upstream import KafkaUpstream
 from bench.machine import machine_info, raise_fd_limit, software_versions
 from bench.mock_upstream import MockUpstream
 from bench.peers import BENCH, Unavailable
@@ -44,14 +45,13 @@ from bench.recorders import (
 )
 from bench.stats import ORDER, round_order
 from bench.steal import StealMeter
+from bench.tansu_upstream import TansuUpstream
 from bench.upstreams import (
     ALL_PATHS,
     DEFAULT_PATHS,
     FORWARDING_PATHS,
     PATH_DESCRIPTIONS,
-    KafkaUpstream,
     ProxyProcess,
-    TansuUpstream,
     Upstream,
     prefill,
 )

@@ -41,6 +41,14 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 
 
+def env_with_path(source: Path = REPO) -> dict[str, str]:
+    """This process's environment with ``source`` first on PYTHONPATH: for a child that
+    runs ``python -m`` from this checkout (or, for a baseline, from another)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(source) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
 class Unavailable(RuntimeError):
     """A peer that cannot run on this machine; ``str(exc)`` says why."""
 
@@ -143,8 +151,7 @@ class KproxyPeer(LoopbackPeer):
             config = {k: v for k, v in config.items() if k != "runtime"}
         cfg = self.workdir / "kproxy.yaml"
         cfg.write_text(yaml.safe_dump(config))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(self.source) + os.pathsep + env.get("PYTHONPATH", "")
+        env = env_with_path(self.source)
         argv = [self.python, "-m", "kproxy", "run", "--config", str(cfg)]
         self.process = PeerProcess(
             self.name, argv, log_path=self.workdir / "kproxy.log", env=env, cwd=self.source
@@ -311,9 +318,7 @@ class PythonFloorPeer(ForwarderPeer):
         argv = [sys.executable, "-m", "bench.python_floor"]
         for port, backend in self.routes:
             argv += ["--route", f"{port}={backend}"]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-        self._run(argv, env)
+        self._run(argv, env_with_path())
         return self
 
 

@@ -29,15 +29,13 @@ from bench.grepplabs_peer import GrepplabsPeer
 from bench.kroxylicious_peer import KroxyliciousPeer
 from bench.peers import (
     REPO,
-    AdvertisedTansu,
     HaproxyPeer,
     KproxyPeer,
     PythonFloorPeer,
     Unavailable,
+    env_with_path,
 )
-from tests.peers.kafka_cluster import KafkaCluster
-from tests.peers.net import LOOPBACK, free_ports
-from tests.peers.tansu import TANSU_NODE_ID, TansuBroker, TansuProxy
+from tests.peers.tansu import TansuProxy
 
 #: Every path, in run order within a round.
 ALL_PATHS = (
@@ -93,14 +91,6 @@ class ProxyProcess(Protocol):
     def stop(self) -> None: ...
 
 
-def _env() -> dict[str, str]:
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 def prefill(
     bootstrap: str,
     topic: str,
@@ -114,19 +104,10 @@ def prefill(
     argv = [sys.executable, "-m", "bench.workloads", "produce", "--bootstrap", bootstrap,
             "--topic", topic, "--size", str(size), "--count", str(count), "--partition", "0",
             "--warmup", "0", "--client-config", json.dumps(client_config or {})]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(),
-                          cwd=REPO, check=False)  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env=env_with_path(), cwd=REPO, check=False)  # fmt: skip
     if proc.returncode != 0:
         raise RuntimeError(f"prefill of {topic} failed: {proc.stderr.strip()[-400:]}")
-
-
-def _admin_create(bootstrap: str, topic: str, partitions: int, timeout: float = 30) -> None:
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.cimpl import NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
-    futures = admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=timeout)
-    futures[topic].result(timeout=timeout)
 
 
 class TansuProxyPeer(TansuProxy):
@@ -268,188 +249,3 @@ class Upstream:
         if path == "grepplabs":
             return GrepplabsPeer(path, target, wd).start()
         raise ValueError(f"no proxy for path {path!r}")
-
-
-# ---------------------------------------------------------------------------------------
-# Tansu
-# ---------------------------------------------------------------------------------------
-
-
-class TansuUpstream(Upstream):
-    """Tansu brokers: ``main`` advertises itself, the haproxy side advertises haproxy's
-    port (and with ``want_floor`` a third advertises python-floor's), and each of
-    ``own_broker_paths`` has one of its own. :meth:`reset` restarts them on the same
-    ports (in-memory storage: this frees what the previous round wrote)."""
-
-    name = "tansu"
-    node_ids = [TANSU_NODE_ID]
-
-    def __init__(self, workdir: Path) -> None:
-        super().__init__(workdir)
-        self.main_port, self.hap_broker_port, self.hap_port = free_ports(3)
-        self.floor_broker_port, self.floor_port = free_ports(2)
-        self.main: TansuBroker | None = None
-        self.hap_broker: AdvertisedTansu | None = None
-        self.floor_broker: AdvertisedTansu | None = None
-        #: A port, then a broker, for each of ``own_broker_paths`` (given at start()).
-        self.path_ports: dict[str, int] = {}
-        self.path_brokers: dict[str, TansuBroker] = {}
-
-    def side(self, path: str) -> str:
-        return path if path in self.path_ports else super().side(path)
-
-    def sides(self) -> list[str]:
-        return super().sides() + list(self.path_brokers)
-
-    def proxy_target_of(self, path: str) -> str:
-        port = self.path_ports.get(path)
-        return f"{LOOPBACK}:{port}" if port is not None else super().proxy_target_of(path)
-
-    def fill_bootstrap(self, side: str) -> str:
-        if side in self.path_ports:
-            return self.proxy_target_of(side)
-        return super().fill_bootstrap(side)
-
-    def direct_bootstrap(self) -> str:
-        return f"{LOOPBACK}:{self.main_port}"
-
-    def _brokers(self) -> list[TansuBroker]:
-        found = [b for b in (self.main, self.hap_broker, self.floor_broker) if b is not None]
-        return found + list(self.path_brokers.values())
-
-    def _start_brokers(self, with_haproxy_side: bool, with_floor_side: bool) -> None:
-        self.main = TansuBroker(self.main_port, workdir=self.workdir / "tansu-main").start()
-        if with_haproxy_side:
-            self.hap_broker = AdvertisedTansu(
-                self.hap_port, port=self.hap_broker_port, workdir=self.workdir / "tansu-hap"
-            ).start()
-        if with_floor_side:
-            self.floor_broker = AdvertisedTansu(
-                self.floor_port, port=self.floor_broker_port, workdir=self.workdir / "tansu-floor"
-            ).start()
-        self.path_brokers = {
-            path: TansuBroker(port, workdir=self.workdir / f"tansu-{path}").start()
-            for path, port in self.path_ports.items()
-        }
-
-    def start(self) -> None:
-        self.path_ports = dict(
-            zip(self.own_broker_paths, free_ports(len(self.own_broker_paths)), strict=True)
-        )
-        self._start_brokers(True, self.want_floor)
-        assert self.hap_broker is not None
-        try:
-            self.haproxy = HaproxyPeer(
-                "haproxy-tansu", self.hap_broker.bootstrap, self.workdir, port=self.hap_port
-            ).start()
-        except (Unavailable, RuntimeError, TimeoutError) as exc:
-            self.haproxy_error = str(exc)
-            self.hap_broker.stop()
-            self.hap_broker = None
-        if self.floor_broker is not None:
-            self._start_floor(self.floor_broker.bootstrap, self.floor_port)
-            if self.floor is None:
-                self.floor_broker.stop()
-                self.floor_broker = None
-
-    def reset(self) -> None:
-        for broker in self._brokers():
-            broker.stop(timeout=2.0)
-        self._start_brokers(self.haproxy is not None, self.floor is not None)
-
-    def stop(self) -> None:
-        self.stop_forwarders()
-        for broker in self._brokers():
-            broker.stop(timeout=2.0)
-
-    def create_topic(self, topic: str, partitions: int, side: str) -> None:
-        port = {
-            HAPROXY_SIDE: self.hap_broker_port,
-            FLOOR_SIDE: self.floor_broker_port,
-            **self.path_ports,
-        }.get(side, self.main_port)
-        _admin_create(f"{LOOPBACK}:{port}", topic, partitions)
-
-
-# ---------------------------------------------------------------------------------------
-# Apache Kafka
-# ---------------------------------------------------------------------------------------
-
-
-class KafkaUpstream(Upstream):
-    """One Apache Kafka node (KRaft, combined mode). Clients and proxies use its INTERNAL
-    listener (advertised as ``127.0.0.1:port``); an extra ``HAPROXY`` listener is
-    advertised as haproxy's port, and haproxy forwards to it (``FLOOR`` the same for
-    python-floor, started with ``want_floor``)."""
-
-    name = "kafka"
-    node_ids = [1]
-
-    def __init__(self, workdir: Path, heap: str = "512m") -> None:
-        super().__init__(workdir)
-        self.cluster = KafkaCluster(
-            1, heap=heap, workdir=workdir / "kafka", keep_workdir=False, log_level="warn"
-        )
-        node = self.cluster.nodes[1]
-        self.hap_listener_port, self.hap_port = free_ports(2)
-        self.floor_listener_port, self.floor_port = free_ports(2)
-        listeners = (
-            f"CONTROLLER://{LOOPBACK}:{node.controller_port},"
-            f"INTERNAL://{LOOPBACK}:{node.internal_port},"
-            f"EXTERNAL://{LOOPBACK}:{node.external_port},"
-            f"HAPROXY://{LOOPBACK}:{self.hap_listener_port},"
-            f"FLOOR://{LOOPBACK}:{self.floor_listener_port}"
-        )
-        advertised = (
-            f"INTERNAL://{LOOPBACK}:{node.internal_port},"
-            f"EXTERNAL://{node.external_advertised},"
-            f"HAPROXY://{LOOPBACK}:{self.hap_port},"
-            f"FLOOR://{LOOPBACK}:{self.floor_port}"
-        )
-        self.cluster.broker_config.update(
-            {
-                "listeners": listeners,
-                "advertised.listeners": advertised,
-                "listener.security.protocol.map": (
-                    "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,"
-                    "HAPROXY:PLAINTEXT,FLOOR:PLAINTEXT"
-                ),
-                # Runs write hundreds of MB each; the harness deletes topics per round.
-                "log.retention.check.interval.ms": "10000",
-                "file.delete.delay.ms": "1000",
-            }
-        )
-
-    def direct_bootstrap(self) -> str:
-        return self.cluster.internal_bootstrap
-
-    def start(self) -> None:
-        self.cluster.start()
-        try:
-            self.haproxy = HaproxyPeer(
-                "haproxy-kafka",
-                f"{LOOPBACK}:{self.hap_listener_port}",
-                self.workdir,
-                port=self.hap_port,
-            ).start()
-        except (Unavailable, RuntimeError, TimeoutError) as exc:
-            self.haproxy_error = str(exc)
-        if self.want_floor:
-            self._start_floor(f"{LOOPBACK}:{self.floor_listener_port}", self.floor_port)
-
-    def stop(self) -> None:
-        self.stop_forwarders()
-        self.cluster.close()
-
-    def create_topic(self, topic: str, partitions: int, side: str) -> None:
-        # One broker serves both sides: a topic of either side is created on it.
-        self.cluster.create_topic(topic, partitions=partitions, rf=1)
-
-    def drop_topics(self, topics: list[str]) -> None:
-        if not topics:
-            return
-        admin = self.cluster.admin()
-        futures = admin.delete_topics(topics, request_timeout=30)
-        for fut in futures.values():
-            with contextlib.suppress(Exception):
-                fut.result(timeout=30)

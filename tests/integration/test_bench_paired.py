@@ -18,7 +18,8 @@ import bench.harness
 from bench.harness import Options
 from bench.paired import PairedHarness
 from bench.paired_workloads import WARMUP, build_parser, consume, latency, produce
-from bench.upstreams import MAIN, TansuUpstream
+from bench.tansu_upstream import TansuUpstream
+from bench.upstreams import MAIN
 from tests.peers.tansu import TansuBroker
 
 pytestmark = pytest.mark.peers
