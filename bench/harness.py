@@ -34,15 +34,7 @@ from bench.machine import machine_info, raise_fd_limit, software_versions
 from bench.mock_upstream import MockUpstream
 from bench.peers import BENCH, Unavailable
 from bench.proxy_meter import ProxyMeter
-from bench.recorders import (
-    Recorder,
-    perf_record,
-    perf_trace,
-    py_spy,
-    samples_by_object,
-    shared_out,
-    syscall_counts,
-)
+from bench.recorders import RunRecorders
 from bench.stats import ORDER, round_order
 from bench.steal import StealMeter
 from bench.tansu_upstream import TansuUpstream
@@ -373,7 +365,7 @@ class Harness:
         bootstrap = up.direct_bootstrap() if path == "direct" else proxy.bootstrap
         pid: int | None = proxy.pid if proxy is not None else None
         t0 = time.monotonic()
-        recorders: list[Recorder] = []
+        recorders: RunRecorders | None = None
         try:
             if pid is not None and not os.path.exists(f"/proc/{pid}"):
                 raise RuntimeError(f"{path} is no longer running")
@@ -382,33 +374,21 @@ class Harness:
                 up.create_topic(topic, partitions, side)
                 created.append(topic)
             meter = ProxyMeter(proxy)
-            name = f"{wl.name}-{path}-r{r}.txt"
-            if self.opts.profile_dir is not None and meter.kproxy is not None and pid is not None:
-                recorders.append(py_spy(pid, self.opts.profile_dir / name))
-            syscalls = None
-            if self.opts.syscalls_dir is not None and pid is not None:
-                syscalls = perf_trace(pid, self.opts.syscalls_dir / name)
-                recorders.append(syscalls)
-            native = None
-            if self.opts.native_profile_dir is not None and pid is not None:
-                data = self.opts.native_profile_dir / name.replace(".txt", ".perf.data")
-                native = perf_record(pid, data)
-                recorders.append(native)
+            recorders = RunRecorders(
+                pid,
+                f"{wl.name}-{path}-r{r}.txt",
+                profile_dir=self.opts.profile_dir,
+                syscalls_dir=self.opts.syscalls_dir,
+                native_profile_dir=self.opts.native_profile_dir,
+                is_kproxy=meter.kproxy is not None,
+            )
             steal = StealMeter()
             result = generate(wl, up, side, bootstrap, topic, pid, self.opts.run_timeout)
             record["steal"] = steal.share()
-            _stop(recorders)
+            recorders.stop()
             proxy_rec, kproxy_rec = meter.records(float(result.get("bytes") or 0))
             if proxy_rec is not None:
-                if syscalls is not None:
-                    calls = syscall_counts(syscalls.output())
-                    proxy_rec["syscalls"] = sum(calls.values())
-                    proxy_rec["syscalls_by_name"] = calls
-                if native is not None:
-                    samples = samples_by_object(native.written())
-                    proxy_rec["cpu_seconds_by_object"] = shared_out(
-                        proxy_rec["cpu_seconds"], samples
-                    )
+                recorders.annotate(proxy_rec)
                 record["proxy"] = proxy_rec
                 if wl.kind == "connections":
                     rss0 = meter.rss0_kb / 1024
@@ -426,11 +406,7 @@ class Harness:
             if os.environ.get("KPROXY_BENCH_DEBUG"):
                 traceback.print_exc()
         finally:
-            _stop(recorders)
+            if recorders is not None:
+                recorders.stop()
         record["wall_seconds"] = round(time.monotonic() - t0, 2)
         return record
-
-
-def _stop(recorders: list[Recorder]) -> None:
-    while recorders:
-        recorders.pop().stop()

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 # A row of perf trace's summary: syscall, calls, errors, total msec, ...
 _SUMMARY_ROW = re.compile(r"^\s+([a-z_0-9]+)\s+(\d+)\s+(\d+)\s+\d+\.\d+\s", re.MULTILINE)
@@ -139,3 +140,49 @@ def syscall_counts(summary: str) -> dict[str, int]:
     for name, calls, _errors in _SUMMARY_ROW.findall(summary):
         counts[name] = counts.get(name, 0) + int(calls)
     return counts
+
+
+class RunRecorders:
+    """The tools a benchmark run attaches to one proxy process, each when its directory
+    is given: py-spy (kproxy only), ``perf trace -s`` and ``perf record -g``. Files are
+    named after the run (``name``)."""
+
+    def __init__(
+        self,
+        pid: int | None,
+        name: str,
+        *,
+        profile_dir: Path | None,
+        syscalls_dir: Path | None,
+        native_profile_dir: Path | None,
+        is_kproxy: bool,
+    ) -> None:
+        self.started: list[Recorder] = []
+        self.syscalls: Recorder | None = None
+        self.native: Recorder | None = None
+        if pid is None:
+            return
+        if profile_dir is not None and is_kproxy:
+            self.started.append(py_spy(pid, profile_dir / name))
+        if syscalls_dir is not None:
+            self.syscalls = perf_trace(pid, syscalls_dir / name)
+            self.started.append(self.syscalls)
+        if native_profile_dir is not None:
+            self.native = perf_record(pid, native_profile_dir / name.replace(".txt", ".perf.data"))
+            self.started.append(self.native)
+
+    def stop(self) -> None:
+        """Stop every tool (again: a no-op), so that each writes its output."""
+        while self.started:
+            self.started.pop().stop()
+
+    def annotate(self, proxy_record: dict[str, Any]) -> None:
+        """Add what the stopped tools measured to the proxy's record of the run: its
+        syscalls (by name) and its CPU split by object."""
+        if self.syscalls is not None:
+            calls = syscall_counts(self.syscalls.output())
+            proxy_record["syscalls"] = sum(calls.values())
+            proxy_record["syscalls_by_name"] = calls
+        if self.native is not None:
+            samples = samples_by_object(self.native.written())
+            proxy_record["cpu_seconds_by_object"] = shared_out(proxy_record["cpu_seconds"], samples)
