@@ -171,7 +171,8 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
     metrics = wl["metrics"]
     primary = metrics[0]["key"]
     header = ["path", *(f"{m['label']} ({m['unit']})" for m in metrics), "ratio to direct",
-              "CPU us/message", "user us/message", "CPU us/request", "CPU s/GB"]  # fmt: skip
+              "CPU us/message", "user us/message", "CPU us/request", "CPU s/GB",
+              "broker CPU us/message"]  # fmt: skip
     rows = [header]
     direct = series(runs, "direct", primary, rounds)
     for path in results["paths"]:
@@ -190,6 +191,10 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
         row.append(_span(us, ".1f") if path in KPROXY_PATHS else "-")
         per_gb = summarize(series(runs, path, "cpu_s_per_gb_wire", rounds, "kproxy"))
         row.append(_span(per_gb, ".3f") if path in KPROXY_PATHS else "-")
+        # What the broker behind the path spent per message in the same run (none for
+        # the mock cluster): a round slowed by the broker shows here as well.
+        broker = summarize(series(runs, path, "cpu_us_per_message", rounds, "broker"))
+        row.append(_span(broker, ".2f"))
         rows.append(row)
     return _aligned(rows)
 

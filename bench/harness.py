@@ -33,7 +33,7 @@ from bench.kafka_upstream import KafkaUpstream
 from bench.machine import machine_info, raise_fd_limit, software_versions
 from bench.mock_upstream import MockUpstream
 from bench.peers import BENCH, Unavailable
-from bench.proxy_meter import ProxyMeter
+from bench.proxy_meter import BrokerMeter, ProxyMeter
 from bench.recorders import RunRecorders
 from bench.stats import ORDER, round_order
 from bench.steal import StealMeter
@@ -382,9 +382,12 @@ class Harness:
                 native_profile_dir=self.opts.native_profile_dir,
                 is_kproxy=meter.kproxy is not None,
             )
-            steal = StealMeter()
+            steal, broker = StealMeter(), BrokerMeter(up.broker_pid(side))
             result = generate(wl, up, side, bootstrap, topic, pid, self.opts.run_timeout)
             record["steal"] = steal.share()
+            broker_rec = broker.record(result.get("messages"))
+            if broker_rec is not None:
+                record["broker"] = broker_rec
             recorders.stop()
             proxy_rec, kproxy_rec = meter.records(float(result.get("bytes") or 0))
             if proxy_rec is not None:

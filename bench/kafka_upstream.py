@@ -62,6 +62,11 @@ class KafkaUpstream(Upstream):
     def direct_bootstrap(self) -> str:
         return self.cluster.internal_bootstrap
 
+    def broker_pid(self, side: str) -> int | None:
+        # One node behind every side: its haproxy listener is the only difference.
+        process = self.cluster.nodes[1].process
+        return process.pid if process is not None else None
+
     def start(self) -> None:
         self.cluster.start()
         try:

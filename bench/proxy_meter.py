@@ -1,6 +1,6 @@
 """What a proxy process spent over a measured run: its CPU and memory from /proc, and
 kproxy's own request and byte counters (its /metrics), shared by `bench.harness` and
-`bench.paired`."""
+`bench.paired`; and what the broker behind it spent (`BrokerMeter`)."""
 
 from __future__ import annotations
 
@@ -58,4 +58,34 @@ class ProxyMeter:
             "cpu_s_per_100k_requests": (
                 round(cpu / d["requests"] * 1e5, 3) if d["requests"] else None
             ),
+        }
+
+
+class BrokerMeter:
+    """The broker's CPU over one run, from /proc, started just before its client.
+
+    A broker's own cost per message is not steady on this machine: Apache Kafka's system
+    time per appended message doubles for minutes at a time (bench/README.md,
+    "Upstreams"). Beside each run's throughput it tells a slow broker from a slow path.
+    """
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        self.user0, self.system0 = cpu_times(pid) if pid is not None else (0.0, 0.0)
+
+    def record(self, messages: float | None) -> dict[str, Any] | None:
+        """The run's ``broker`` record: its CPU seconds, of them in user space, and per
+        message in microseconds (None without a broker process, or if it exited)."""
+        if self.pid is None:
+            return None
+        try:
+            user, system = cpu_times(self.pid)
+        except OSError:
+            return None
+        user -= self.user0
+        cpu = user + system - self.system0
+        return {
+            "cpu_seconds": round(cpu, 3),
+            "cpu_user_seconds": round(user, 3),
+            "cpu_us_per_message": round(cpu / messages * 1e6, 3) if messages else None,
         }

@@ -153,6 +153,7 @@ def workload_summary(results: dict[str, Any], name: str) -> dict[str, dict[str, 
         for section, keys in (
             ("proxy", ("cpu_seconds", "cpu_s_per_gb_payload", "peak_rss_mb", "rss_mb")),
             ("kproxy", ("cpu_s_per_gb_wire", "cpu_s_per_100k_requests", "requests")),
+            ("broker", ("cpu_us_per_message",)),
         ):
             for key in keys:
                 cells[f"{section}:{key}"] = summarize(series(runs, path, key, rounds, section))
@@ -219,6 +220,10 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
     for m in metrics:
         header += [f"{m['label']} ({m['unit']})", "ratio to direct"]
     header += ["proxy CPU s/GB", "proxy peak RSS (MB)"]
+    # Runs recorded before the harness read the broker's CPU have no column for it.
+    with_broker = any(c["broker:cpu_us_per_message"]["n"] for c in summary.values())
+    if with_broker:
+        header.append("broker CPU us/msg")
     rows = []
     notes: list[str] = []
     for path, cells in summary.items():
@@ -234,6 +239,8 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
             row.append("1" if path == "direct" else fmt_ratio(cell["ratio"]))
         row.append(fmt_summary(cells["proxy:cpu_s_per_gb_payload"]))
         row.append(fmt_summary(cells["proxy:peak_rss_mb"]))
+        if with_broker:
+            row.append(fmt_summary(cells["broker:cpu_us_per_message"]))
         rows.append(row)
         for err in cells["errors"]:
             notes.append(f"{path}: a run failed: {err}")

@@ -62,6 +62,12 @@ class TansuUpstream(Upstream):
     def direct_bootstrap(self) -> str:
         return f"{LOOPBACK}:{self.main_port}"
 
+    def broker_pid(self, side: str) -> int | None:
+        broker = {HAPROXY_SIDE: self.hap_broker, FLOOR_SIDE: self.floor_broker,
+                  **self.path_brokers}.get(side, self.main)  # fmt: skip
+        process = broker.process if broker is not None else None
+        return process.pid if process is not None else None
+
     def _brokers(self) -> list[TansuBroker]:
         found = [b for b in (self.main, self.hap_broker, self.floor_broker) if b is not None]
         return found + list(self.path_brokers.values())

@@ -176,6 +176,11 @@ class Upstream:
             raise Unavailable(error or f"{path} is not running")
         return peer
 
+    def broker_pid(self, side: str) -> int | None:
+        """The process of the broker behind ``side``, whose CPU a run reads from /proc
+        (None where the brokers run inside this process: the mock cluster)."""
+        return None
+
     def sides(self) -> list[str]:
         return (
             [MAIN]

@@ -21,6 +21,7 @@ from bench.upstreams import Upstream
 def run(path: str, r: int, p50: float, cpu_100k: float | None = None) -> dict[str, Any]:
     result = {"p50_ms": p50, "messages": 1000}
     record: dict[str, Any] = {"round": r, "path": path, "ok": True, "result": result}
+    record["broker"] = {"cpu_us_per_message": 2.0 + r}  # every path's broker, kproxy's too
     if cpu_100k is not None:
         record["kproxy"] = {"cpu_s_per_100k_requests": cpu_100k, "cpu_s_per_gb_wire": 0.5}
         record["proxy"] = {"cpu_seconds": cpu_100k / 100, "cpu_user_seconds": cpu_100k / 400}
@@ -44,11 +45,12 @@ def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() ->
         },
     }
     header, direct, kproxy = (line.split("  ") for line in summary_lines(results, "latency"))
-    assert [c.strip() for c in header if c.strip()][-4:] == [
+    assert [c.strip() for c in header if c.strip()][-5:] == [
         "CPU us/message",
         "user us/message",
         "CPU us/request",
         "CPU s/GB",
+        "broker CPU us/message",
     ]
     cells = [c.strip() for c in kproxy if c.strip()]
     assert cells[0] == "kproxy-uvloop"
@@ -58,7 +60,15 @@ def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() ->
     assert cells[4] == "40.0 [37.5-42.5]"  # of it in user space: 0.0425 s over 1,000
     assert cells[5] == "160.0 [150.0-170.0]"  # seconds per 100k requests -> us per request
     assert cells[6] == "0.500 [0.500-0.500]"
-    assert [c.strip() for c in direct if c.strip()][2:] == ["-", "-", "-", "-", "-"]
+    assert cells[7] == "2.50 [2.00-3.00]"  # the broker's, round by round
+    assert [c.strip() for c in direct if c.strip()][2:] == [
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+        "2.50 [2.00-3.00]",
+    ]
 
 
 def test_a_baseline_is_compared_round_by_round() -> None:

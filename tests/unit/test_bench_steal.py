@@ -104,6 +104,9 @@ def test_a_run_records_the_steal_while_its_client_ran(
         def create_topic(self, *args: object) -> None:
             pass
 
+        def broker_pid(self, side: str) -> int | None:
+            return None
+
     record = harness.run_one(workload, Upstream(), "direct", None, 0, "t", [])  # type: ignore[arg-type]
     assert record["ok"], record
     assert record["steal"] == 0.25
