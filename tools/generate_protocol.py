@@ -15,6 +15,8 @@ Output (committed, never edited by hand):
                                             the responses kproxy writes itself (refusals)
 
 Only names, types, versions and tags are taken from the schemas; no "about" text.
+`tools/kafka_schema.py` reads them, `tools/schema_roles.py` decides what each field is to
+kproxy, `tools/generate_layouts.py` writes the layouts, and this script the rest.
 
 Usage:
     python tools/generate_protocol.py [--kafka-4 DIR] [--kafka-3-9 DIR] [--out DIR]
@@ -26,11 +28,8 @@ were reduced from Kafka's own files, and from which commits).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "schemas"
@@ -46,14 +45,17 @@ LEGACY_SOURCE = "apache/kafka 3.9 c821449f"
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 from generate_layouts import Definitions, LayoutWriter, layouts_module  # noqa: E402
+from kafka_schema import (  # noqa: E402
+    FIXED_WIDTH,
+    Message,
+    Node,
+    build_fields,
+    has_version,
+    load_dir,
+)
+from schema_roles import Roles, assign_roles  # noqa: E402
 
 from kproxy.protocol.plan_codes import (  # noqa: E402
-    K_CONFIG,
-    K_ENDPOINT,
-    K_INLINE,
-    K_NODE_PARENT,
-    K_PARTITION,
-    K_TOPIC,
     OP_ARRAY,
     OP_BYTES,
     OP_CARRAY,
@@ -63,54 +65,8 @@ from kproxy.protocol.plan_codes import (  # noqa: E402
     OP_NSTRUCT,
     OP_STR,
     OP_STRUCT,
-    R_CONFIG_NAME,
-    R_CONFIG_VALUE,
-    R_ERROR,
-    R_HINT_LEADER_EPOCH,
-    R_HINT_LEADER_ID,
-    R_HOST,
-    R_LEADER_EPOCH,
-    R_LEADER_ID,
-    R_LISTENER,
-    R_NODE_ID,
     R_NONE,
-    R_PARTITION,
-    R_PORT,
-    R_RACK,
-    R_SENSITIVE,
-    R_TOPIC_ID,
-    R_TOPIC_NAME,
 )
-
-FIXED_WIDTH = {
-    "int8": 1,
-    "bool": 1,
-    "int16": 2,
-    "uint16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "int64": 8,
-    "float64": 8,
-    "uuid": 16,
-}
-
-HOST_FIELDS = ("Host", "HostName", "V0Host")
-PORT_FIELDS = ("Port", "V0Port")
-ENDPOINT_ID_FIELDS = ("NodeId", "BrokerId", "LeaderId", "Id")
-PARENT_ID_FIELDS = ("NodeId", "BrokerId", "Id", "VoterId", "ControllerId")
-LISTENER_FIELDS = ("Name", "Listener")
-OTHER_NODE_ENDPOINTS = ("LeaderEndpoints",)  # endpoints of a node other than the parent's id
-PARTITION_FIELDS = ("PartitionIndex", "Index", "Partition")
-LEADER_FIELDS = ("LeaderId", "Leader")
-TOPIC_NAME_FIELDS = ("Name", "Topic", "TopicName")
-
-# Structs with Host and Port that are not Kafka brokers or controllers: Kafka Streams
-# application instances (KIP-1071 interactive queries). They are left alone.
-NOT_BROKER_ENDPOINTS = {
-    ("StreamsGroupHeartbeatRequest", "UserEndpoint"),
-    ("StreamsGroupHeartbeatResponse", "PartitionsByUserEndpoint[].UserEndpoint"),
-    ("StreamsGroupDescribeResponse", "Groups[].Members[].UserEndpoint"),
-}
 
 # Messages kproxy walks: every message with broker endpoints (found by the generator and
 # checked against this list) plus those that carry partition leadership (docs/protocol.md §2).
@@ -142,309 +98,6 @@ WALKED = {
     ("request", 80),  # AddRaftVoter
     ("request", 82),  # UpdateRaftVoter
 }
-
-
-# --- schema loading ----------------------------------------------------------------------
-def strip_comments(text: str) -> str:
-    """Remove // comments that are outside JSON strings."""
-    out: list[str] = []
-    in_string = False
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if in_string:
-            out.append(c)
-            if c == "\\":
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-            out.append(c)
-        elif c == "/" and text.startswith("//", i):
-            nl = text.find("\n", i)
-            i = len(text) if nl < 0 else nl
-            continue
-        else:
-            out.append(c)
-        i += 1
-    return "".join(out)
-
-
-@dataclass(frozen=True)
-class Versions:
-    low: int
-    high: int | None  # None = open ended ("N+")
-
-    @staticmethod
-    def parse(spec: str | None) -> Versions | None:
-        if spec is None or spec == "none":
-            return None
-        spec = spec.strip()
-        if spec.endswith("+"):
-            return Versions(int(spec[:-1]), None)
-        if "-" in spec:
-            a, b = spec.split("-")
-            return Versions(int(a), int(b))
-        return Versions(int(spec), int(spec))
-
-    def __contains__(self, v: object) -> bool:
-        assert isinstance(v, int)
-        return v >= self.low and (self.high is None or v <= self.high)
-
-
-def _has(spec: Versions | None, v: int) -> bool:
-    return spec is not None and v in spec
-
-
-@dataclass
-class Message:
-    name: str
-    kind: str  # request | response
-    api_key: int
-    valid: Versions | None
-    flexible: Versions | None
-    fields: list[dict[str, Any]]
-    common: dict[str, dict[str, Any]]
-    listeners: list[str] = field(default_factory=list)
-
-    def versions(self) -> list[int]:
-        if self.valid is None:
-            return []
-        assert self.valid.high is not None
-        return list(range(self.valid.low, self.valid.high + 1))
-
-
-def load_dir(path: Path) -> dict[tuple[str, int], Message]:
-    out: dict[tuple[str, int], Message] = {}
-    for f in sorted(path.glob("*.json")):
-        spec = json.loads(strip_comments(f.read_text()))
-        if spec.get("type") not in ("request", "response"):
-            continue
-        common = {s["name"]: s for s in spec.get("commonStructs", [])}
-        msg = Message(
-            name=spec["name"],
-            kind=spec["type"],
-            api_key=spec["apiKey"],
-            valid=Versions.parse(spec.get("validVersions")),
-            flexible=Versions.parse(spec.get("flexibleVersions")),
-            fields=spec.get("fields", []),
-            common=common,
-            listeners=spec.get("listeners", []),
-        )
-        out[(msg.kind, msg.api_key)] = msg
-    return out
-
-
-# --- the per-version field tree -----------------------------------------------------------
-@dataclass
-class Node:
-    """One field present in one version, with its encoding resolved."""
-
-    name: str
-    type: str  # primitive name, "struct", "array"
-    elem: str | None  # array element primitive, or None for struct elements
-    children: list[Node]  # struct fields (regular)
-    tagged: list[tuple[int, Node]]  # struct tagged fields
-    nullable: bool
-    tag: int | None = None
-    spec: dict[str, Any] = field(default_factory=dict)  # the schema's field definition
-
-
-def build_fields(
-    msg: Message, fields: list[dict[str, Any]], v: int, flexible: bool
-) -> tuple[list[Node], list[tuple[int, Node]]]:
-    regular: list[Node] = []
-    tagged: list[tuple[int, Node]] = []
-    for f in fields:
-        if not _has(Versions.parse(f.get("versions")), v):
-            continue
-        tagged_versions = Versions.parse(f.get("taggedVersions"))
-        is_tagged = "tag" in f and flexible and _has(tagged_versions, v)
-        node = build_node(msg, f, v, flexible)
-        if is_tagged:
-            node.tag = int(f["tag"])
-            tagged.append((node.tag, node))
-        else:
-            regular.append(node)
-    tagged.sort(key=lambda t: t[0])
-    return regular, tagged
-
-
-def build_node(msg: Message, f: dict[str, Any], v: int, flexible: bool) -> Node:
-    typ: str = f["type"]
-    nullable = _has(Versions.parse(f.get("nullableVersions")), v)
-    is_array = typ.startswith("[]")
-    base = typ[2:] if is_array else typ
-    if base in FIXED_WIDTH or base in ("string", "bytes", "records"):
-        if is_array:
-            return Node(f["name"], "array", base, [], [], nullable, spec=f)
-        return Node(f["name"], base, None, [], [], nullable, spec=f)
-    sub = f.get("fields")
-    if sub is None:
-        sub = msg.common[base]["fields"]
-    regular, tagged = build_fields(msg, sub, v, flexible)
-    struct = Node(f["name"], "struct", None, regular, tagged, nullable, spec=f)
-    if is_array:
-        return Node(f["name"], "array", None, [struct], [], nullable, spec=f)
-    return struct
-
-
-# --- roles ----------------------------------------------------------------------------------
-def struct_fields(node: Node) -> list[Node]:
-    return node.children + [n for _, n in node.tagged]
-
-
-def child_struct(n: Node) -> Node | None:
-    if n.type == "struct":
-        return n
-    if n.type == "array" and n.elem is None:
-        return n.children[0]
-    return None
-
-
-def is_endpoint(node: Node) -> bool:
-    names = {f.name: f for f in struct_fields(node)}
-    host = next((names[h] for h in HOST_FIELDS if h in names), None)
-    port = next((names[p] for p in PORT_FIELDS if p in names), None)
-    return (
-        host is not None
-        and host.type == "string"
-        and port is not None
-        and port.type in ("int32", "uint16")
-    )
-
-
-# Messages whose (Name, Value) structs are configuration entries: a broker's
-# `listeners`, `advertised.listeners` or `controller.quorum.voters` is a host:port in a
-# string, which no Host/Port rule sees (kproxy/protocol/config_addresses.py decides
-# which values are redacted).
-CONFIG_ENTRIES = {"DescribeConfigsResponse"}
-
-
-@dataclass
-class Roles:
-    kind: int = 0
-    by_field: dict[int, int] = field(default_factory=dict)  # id(Node) -> role
-
-
-def assign_roles(
-    msg: Message, top: Node, leadership: bool, rules: list[tuple[str, str]]
-) -> dict[int, Roles]:
-    """Mark endpoint, node-parent, partition, topic and inline-leader structs.
-
-    Returns id(struct Node) -> Roles. `rules` collects (path, description) of endpoints.
-    """
-    out: dict[int, Roles] = {}
-
-    def visit(node: Node, path: str, in_partition: bool) -> bool:
-        """Return True if the subtree contains a partition struct."""
-        r = Roles()
-        out[id(node)] = r
-        fields = struct_fields(node)
-        names = {f.name: f for f in fields}
-        endpoint = is_endpoint(node) and (msg.name, path) not in NOT_BROKER_ENDPOINTS
-        partition = (
-            leadership
-            and any(p in names and names[p].type == "int32" for p in PARTITION_FIELDS)
-            and any(
-                x in names
-                for x in ("ErrorCode", "LeaderId", "Leader", "LeaderEpoch", "CurrentLeader")
-            )
-        )
-        if endpoint:
-            r.kind |= K_ENDPOINT
-            for f in fields:
-                if f.name in HOST_FIELDS and f.type == "string":
-                    r.by_field[id(f)] = R_HOST
-                elif f.name in PORT_FIELDS and f.type in ("int32", "uint16"):
-                    r.by_field[id(f)] = R_PORT
-                elif f.name in LISTENER_FIELDS and f.type == "string":
-                    r.by_field[id(f)] = R_LISTENER
-                elif f.name == "Rack" and f.type == "string":
-                    r.by_field[id(f)] = R_RACK
-                elif f.name == "ErrorCode" and f.type == "int16":
-                    r.by_field[id(f)] = R_ERROR
-            for name in ENDPOINT_ID_FIELDS:
-                if name in names and names[name].type == "int32":
-                    r.by_field[id(names[name])] = R_NODE_ID
-                    break
-            desc = ",".join(f"{f.name}:{f.type}" for f in fields if id(f) in r.by_field)
-            rules.append((path, desc))
-        if (
-            msg.name in CONFIG_ENTRIES
-            and "Name" in names
-            and "Value" in names
-            and names["Name"].type == names["Value"].type == "string"
-        ):
-            r.kind |= K_CONFIG
-            r.by_field[id(names["Name"])] = R_CONFIG_NAME
-            r.by_field[id(names["Value"])] = R_CONFIG_VALUE
-            if "IsSensitive" in names and names["IsSensitive"].type == "bool":
-                r.by_field[id(names["IsSensitive"])] = R_SENSITIVE
-        if partition:
-            r.kind |= K_PARTITION
-            for f in fields:
-                if f.name in PARTITION_FIELDS and f.type == "int32":
-                    r.by_field[id(f)] = R_PARTITION
-                elif f.name == "ErrorCode" and f.type == "int16":
-                    r.by_field[id(f)] = R_ERROR
-                elif f.name in LEADER_FIELDS and f.type == "int32":
-                    r.by_field[id(f)] = R_LEADER_ID
-                elif f.name == "LeaderEpoch" and f.type == "int32":
-                    r.by_field[id(f)] = R_LEADER_EPOCH
-                elif f.name in TOPIC_NAME_FIELDS and f.type == "string":
-                    r.by_field[id(f)] = R_TOPIC_NAME
-                elif f.name == "TopicId" and f.type == "uuid":
-                    r.by_field[id(f)] = R_TOPIC_ID
-        has_partition_child = False
-        has_endpoint_child = False
-        for f in fields:
-            sub = child_struct(f)
-            if sub is None:
-                continue
-            sub_path = f"{path}.{f.name}" if path else f.name
-            if f.type == "array":
-                sub_path += "[]"
-            if partition and f.type == "struct" and f.name == "CurrentLeader":
-                # KIP-951: the leader hint of this partition; its values belong to the
-                # enclosing partition's observation.
-                cr = Roles(kind=K_INLINE)
-                out[id(sub)] = cr
-                for g in struct_fields(sub):
-                    if g.name == "LeaderId":
-                        cr.by_field[id(g)] = R_HINT_LEADER_ID
-                    elif g.name == "LeaderEpoch":
-                        cr.by_field[id(g)] = R_HINT_LEADER_EPOCH
-                continue
-            if visit(sub, sub_path, in_partition or partition):
-                has_partition_child = True
-            # Begin/EndQuorumEpochRequest.LeaderEndpoints are the *leader's* listeners
-            # (the leader is named per partition); the enclosing VoterId is the voter
-            # receiving the request, so it must not become their node id.
-            if out[id(sub)].kind & K_ENDPOINT and f.name not in OTHER_NODE_ENDPOINTS:
-                has_endpoint_child = True
-            if out[id(sub)].kind & K_PARTITION:
-                has_partition_child = True
-        if has_endpoint_child and not endpoint:
-            r.kind |= K_NODE_PARENT
-            for name in PARENT_ID_FIELDS:
-                if name in names and names[name].type == "int32":
-                    r.by_field[id(names[name])] = R_NODE_ID
-                    break
-        if has_partition_child and leadership and not partition:
-            r.kind |= K_TOPIC
-            for f in fields:
-                if f.name in TOPIC_NAME_FIELDS and f.type == "string":
-                    r.by_field[id(f)] = R_TOPIC_NAME
-                elif f.name == "TopicId" and f.type == "uuid":
-                    r.by_field[id(f)] = R_TOPIC_ID
-        return has_partition_child or partition
-
-    visit(top, "", False)
-    return out
 
 
 # --- plan emission --------------------------------------------------------------------------
@@ -548,7 +201,7 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
         hdrs: dict[int, tuple[int, int]] = {}
         first_flex = -1
         for v, m in req.items():
-            flexible = _has(m.flexible, v)
+            flexible = has_version(m.flexible, v)
             if flexible and first_flex < 0:
                 first_flex = v
             req_hdr = 2 if flexible else 1
@@ -581,7 +234,7 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
         walked = key in WALKED
         rule_versions: dict[tuple[str, str], list[int]] = {}
         for v, msg in by_version.items():
-            flexible = _has(msg.flexible, v)
+            flexible = has_version(msg.flexible, v)
             regular, tagged = build_fields(msg, msg.fields, v, flexible)
             top = Node(msg.name, "struct", None, regular, tagged, False)
             layout = layout_writer.struct(regular, tagged)
