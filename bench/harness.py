@@ -42,6 +42,7 @@ from bench.upstreams import (
     ALL_PATHS,
     DEFAULT_PATHS,
     FORWARDING_PATHS,
+    MAIN,
     PATH_DESCRIPTIONS,
     ProxyProcess,
     Upstream,
@@ -213,6 +214,7 @@ class Harness:
                 up.stop()
             return
         info["start_seconds"] = round(time.monotonic() - t0, 1)
+        info["warm_up"] = up.warms_up  # one untimed direct run before each first round
         proxies: dict[str, ProxyProcess | None] = {}
         try:
             for path in self.paths:
@@ -303,6 +305,8 @@ class Harness:
                                 client_config=wl.params.get("fill_config"))  # fmt: skip
                         if persistent:
                             break  # one broker behind both sides
+                if r == 0 and up.warms_up:
+                    self._warm_up(wl, up, shared_topic)
             except Exception as exc:
                 reason = f"round setup failed: {one_line(exc)}"
                 self.log(f"{wl.name} r{r}: {reason}")
@@ -349,6 +353,22 @@ class Harness:
             if persistent:
                 with contextlib.suppress(Exception):
                     up.drop_topics(created)
+
+    def _warm_up(self, wl: Workload, up: Upstream, shared_topic: str) -> None:
+        """One untimed run of ``wl`` on the direct path, before its first round (see
+        `Upstream.warms_up`); a consumer reads the round's topic, a producer a topic of
+        its own, dropped after."""
+        consuming = wl.kind in ("consume", "perf-consume")
+        topic = shared_topic if consuming else f"{wl.name}-warm-up"
+        if not consuming:
+            up.create_topic(topic, int(wl.params.get("partitions", 1)), MAIN)
+        t0 = time.monotonic()
+        try:
+            generate(wl, up, MAIN, up.direct_bootstrap(), topic, None, self.opts.run_timeout)
+        finally:
+            if not consuming:
+                up.drop_topics([topic])
+        self.log(f"{wl.name}: warm-up run on direct, untimed ({time.monotonic() - t0:.1f} s)")
 
     def run_one(
         self,

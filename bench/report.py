@@ -72,6 +72,21 @@ def _order_words(meta: dict[str, Any]) -> str:
     return "the same order every round: A B C D A B C D ..."
 
 
+def _warm_up_words(results: dict[str, Any]) -> list[str]:
+    """Which upstreams' workloads ran once untimed on direct before their first round
+    (`Upstream.warms_up`); none in runs recorded before the harness did."""
+    titles = [u.get("title", name) for name, u in results.get("upstreams", {}).items()
+              if u.get("warm_up")]  # fmt: skip
+    if not titles:
+        return []
+    return [
+        "",
+        f"On {', '.join(titles)} each workload first ran once on direct, untimed: the "
+        "broker's JVM compiles its path for a workload in the first seconds, and direct, "
+        "first in every round, would pay for it.",
+    ]
+
+
 def _paired_words(meta: dict[str, Any]) -> list[str]:
     """A run with ``--paired N`` (`bench.paired`): which workloads took turns."""
     turns = meta.get("paired_segments")
@@ -329,6 +344,7 @@ def render_markdown(
         f"interleaved, {_order_words(meta)}), then summarised the same way. Only ratios "
         "measured in one run mean anything on a shared machine.",
         *_paired_words(meta),
+        *_warm_up_words(results),
         "",
         "## Machine",
         "",

@@ -124,6 +124,9 @@ class Upstream:
     name = ""
     #: Node ids clients will see (Kroxylicious needs them up front).
     node_ids: list[int] = []
+    #: Whether each workload first runs once untimed on the direct path (the harness's
+    #: warm-up): for a broker whose first run of a workload is slower than the rest.
+    warms_up = False
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
