@@ -27,23 +27,23 @@ from typing import Any
 
 from bench.generate import generator
 from bench.kafka_upstream import KafkaUpstream
-from bench.procfs import cpu_times
+from bench.procfs import CpuSince
 from kproxy.cli import _positive_int as positive_int
 
 
 def one_run(up: KafkaUpstream, pid: int, topic: str, count: int) -> dict[str, Any]:
     up.create_topic(topic, 1, "direct")
     try:
-        user0, system0 = cpu_times(pid)
+        cpu = CpuSince(pid)
         result = generator("produce", up.direct_bootstrap(), topic, 600, size=1024,
                             count=count, acks="all", partition=0)  # fmt: skip
-        user1, system1 = cpu_times(pid)
+        user, system = cpu.spent()
     finally:
         up.drop_topics([topic])
     return {
         "msg_per_s": round(result["msg_per_s"]),
-        "broker_user_us_per_msg": round((user1 - user0) / count * 1e6, 2),
-        "broker_system_us_per_msg": round((system1 - system0) / count * 1e6, 2),
+        "broker_user_us_per_msg": round(user / count * 1e6, 2),
+        "broker_system_us_per_msg": round(system / count * 1e6, 2),
     }
 
 

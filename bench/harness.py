@@ -52,6 +52,8 @@ from bench.upstreams import (
 # Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
 RESTARTED_WITH_BROKER = ("tansu-proxy",)
 
+# Workload kinds that read a topic filled before the round (the others write their own).
+CONSUMING = ("consume", "perf-consume")
 # Workload kinds that write to the broker what the next path would find there.
 WRITING = ("produce", "connections")
 
@@ -297,7 +299,7 @@ class Harness:
                 elif self.opts.fresh_kproxy:
                     kproxies = [p for p in proxies if p.startswith("kproxy-")]
                     self._restart_proxies(up, proxies, kproxies)
-                if wl.kind in ("consume", "perf-consume") and (r == 0 or not persistent):
+                if wl.kind in CONSUMING and (r == 0 or not persistent):
                     for side in up.sides():
                         up.create_topic(shared_topic, 1, side)
                         prefill(up.fill_bootstrap(side), shared_topic, wl.params["count"],
@@ -324,7 +326,7 @@ class Harness:
                     self.done_runs += 1
                     continue
                 topic = shared_topic
-                if wl.kind not in ("consume", "perf-consume"):
+                if wl.kind not in CONSUMING:
                     topic = f"{wl.name}-r{r}-{path}"
                 if up.name == "tansu" and wl.kind in WRITING and written:
                     # Tansu keeps what was produced in memory and slows as it grows: every
@@ -358,7 +360,7 @@ class Harness:
         """One untimed run of ``wl`` on the direct path, before its first round (see
         `Upstream.warms_up`); a consumer reads the round's topic, a producer a topic of
         its own, dropped after."""
-        consuming = wl.kind in ("consume", "perf-consume")
+        consuming = wl.kind in CONSUMING
         topic = shared_topic if consuming else f"{wl.name}-warm-up"
         if not consuming:
             up.create_topic(topic, int(wl.params.get("partitions", 1)), MAIN)
@@ -389,7 +391,7 @@ class Harness:
         try:
             if pid is not None and not os.path.exists(f"/proc/{pid}"):
                 raise RuntimeError(f"{path} is no longer running")
-            if wl.kind not in ("consume", "perf-consume"):
+            if wl.kind not in CONSUMING:
                 partitions = int(wl.params.get("partitions", 1))
                 up.create_topic(topic, partitions, side)
                 created.append(topic)

@@ -17,6 +17,19 @@ def cpu_times(pid: int) -> tuple[float, float]:
     return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
 
 
+class CpuSince:
+    """``pid``'s CPU time from now on: made before a run, read once it has ended."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.user0, self.system0 = cpu_times(pid)
+
+    def spent(self) -> tuple[float, float]:
+        """(user, system) seconds ``pid`` has spent since this was made."""
+        user, system = cpu_times(self.pid)
+        return user - self.user0, system - self.system0
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of ``pid`` (all its threads), in seconds."""
     return sum(cpu_times(pid))

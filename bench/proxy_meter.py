@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.peers import KproxyPeer
-from bench.procfs import cpu_times, memory_kb, reset_peak_rss
+from bench.procfs import CpuSince, memory_kb, reset_peak_rss
 
 
 class ProxyMeter:
@@ -18,23 +18,22 @@ class ProxyMeter:
         self.pid: int | None = proxy.pid if proxy is not None else None
         self.kproxy = proxy if isinstance(proxy, KproxyPeer) else None
         self.metrics0 = self.kproxy.metrics() if self.kproxy is not None else None
-        self.user0 = self.kernel0 = 0.0
+        self.cpu: CpuSince | None = None
         self.rss0_kb = 0
         if self.pid is not None:
             reset_peak_rss(self.pid)
-            self.user0, self.kernel0 = cpu_times(self.pid)
+            self.cpu = CpuSince(self.pid)
             self.rss0_kb = memory_kb(self.pid).get("VmRSS", 0)
 
     def records(self, payload_bytes: float) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The run's ``proxy`` record (CPU, memory; None without a process) and its
         ``kproxy`` record (requests, wire bytes, CPU per GB and per request; None for
         another proxy)."""
-        if self.pid is None:
+        if self.cpu is None:  # no process: direct
             return None, None
-        user, kernel = cpu_times(self.pid)
-        user -= self.user0
-        cpu = user + kernel - self.kernel0
-        mem = memory_kb(self.pid)
+        user, kernel = self.cpu.spent()
+        cpu = user + kernel
+        mem = memory_kb(self.cpu.pid)
         proxy: dict[str, Any] = {
             "cpu_seconds": round(cpu, 3),
             "cpu_user_seconds": round(user, 3),  # of cpu_seconds, in user space
@@ -70,20 +69,18 @@ class BrokerMeter:
     """
 
     def __init__(self, pid: int | None) -> None:
-        self.pid = pid
-        self.user0, self.system0 = cpu_times(pid) if pid is not None else (0.0, 0.0)
+        self.cpu = CpuSince(pid) if pid is not None else None
 
     def record(self, messages: float | None) -> dict[str, Any] | None:
         """The run's ``broker`` record: its CPU seconds, of them in user space, and per
         message in microseconds (None without a broker process, or if it exited)."""
-        if self.pid is None:
+        if self.cpu is None:
             return None
         try:
-            user, system = cpu_times(self.pid)
+            user, system = self.cpu.spent()
         except OSError:
             return None
-        user -= self.user0
-        cpu = user + system - self.system0
+        cpu = user + system
         return {
             "cpu_seconds": round(cpu, 3),
             "cpu_user_seconds": round(user, 3),
