@@ -62,9 +62,18 @@ class TansuUpstream(Upstream):
     def direct_bootstrap(self) -> str:
         return f"{LOOPBACK}:{self.main_port}"
 
+    def _behind(self, side: str) -> tuple[int, TansuBroker | None]:
+        """The port of the broker behind ``side``, and that broker (None if it is not
+        running: haproxy's or python-floor's side when that forwarder did not start)."""
+        own = {path: (port, self.path_brokers.get(path)) for path, port in self.path_ports.items()}
+        return {
+            HAPROXY_SIDE: (self.hap_broker_port, self.hap_broker),
+            FLOOR_SIDE: (self.floor_broker_port, self.floor_broker),
+            **own,
+        }.get(side, (self.main_port, self.main))
+
     def broker_pid(self, side: str) -> int | None:
-        broker = {HAPROXY_SIDE: self.hap_broker, FLOOR_SIDE: self.floor_broker,
-                  **self.path_brokers}.get(side, self.main)  # fmt: skip
+        _port, broker = self._behind(side)
         process = broker.process if broker is not None else None
         return process.pid if process is not None else None
 
@@ -118,9 +127,5 @@ class TansuUpstream(Upstream):
             broker.stop(timeout=2.0)
 
     def create_topic(self, topic: str, partitions: int, side: str) -> None:
-        port = {
-            HAPROXY_SIDE: self.hap_broker_port,
-            FLOOR_SIDE: self.floor_broker_port,
-            **self.path_ports,
-        }.get(side, self.main_port)
+        port, _broker = self._behind(side)
         _admin_create(f"{LOOPBACK}:{port}", topic, partitions)
