@@ -34,10 +34,10 @@ from bench.stats import summarize
 from tests.kio_support import fetch_v17_request
 from tests.kproxy_process import KproxyProcess
 from tests.scripted_broker import ScriptedBroker
-from tests.session.test_session_streaming import fetch_response
+from tests.session.fetch_frames import fetch_response
 
 OUT = Path(__file__).resolve().parent / "fetch_stream_results.json"
-TOPIC_ID = uuid.UUID(int=7)  # the topic of tests.session.test_session_streaming's responses
+TOPIC_ID = uuid.UUID(int=7)  # the topic of tests.session.fetch_frames's responses
 PATHS = ("direct", "kproxy-streamed", "kproxy-gathered")
 
 

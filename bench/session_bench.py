@@ -58,7 +58,7 @@ from bench.ab import compiled_copy
 from bench.least_pair import least_pair
 from bench.rewrite_bench import seconds_per_call
 from tests.kio_support import encode_request_frame
-from tests.session.test_session_playbook import produce_response
+from tests.session.frames import produce_response
 
 if TYPE_CHECKING:
     from kproxy.proxy.client import ClientConnection
@@ -188,7 +188,7 @@ def runtime_fetch(
     with ``SMALL_FETCH_RECORDS`` in one read, gathered whole, as a consumer at the end
     of its partitions gets them."""
     from tests.kio_support import encode_response_frame, fetch_v17_request
-    from tests.session.test_session_streaming import fetch_response
+    from tests.session.fetch_frames import fetch_response
 
     client, upstream = _runtime_connection(events_dir)
     request = fetch_v17_request(7, uuid.UUID(int=7), "consumer")

@@ -24,7 +24,7 @@ from tests.kproxy_process import KproxyProcess
 from tests.peers.net import LOOPBACK
 from tests.raw_kafka import read_frame
 from tests.scripted_broker import ScriptedBroker
-from tests.session.test_session_streaming import fetch_response, without_padding
+from tests.session.fetch_frames import fetch_response, without_padding
 
 FETCH = 1
 NEW_NODE = 7  # not in the scripted cluster's metadata

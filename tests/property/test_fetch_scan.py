@@ -33,7 +33,7 @@ from kproxy.protocol.walker import walk
 from tests.kio_strategies import message_strategy
 from tests.kio_support import kio_message_class
 from tests.property.scan_support import AFTER, assert_plain_only_whole, scanned, spoilers
-from tests.session.test_session_streaming import fetch_response
+from tests.session.fetch_frames import fetch_response
 
 FETCH = 1
 VERSIONS = [v for v in range(4, 19) if kio_message_class(FETCH, v, "response") is not None]

@@ -22,7 +22,7 @@ from tests.kio_support import (
     kio_message_class,
     kio_versions,
 )
-from tests.session.test_session_playbook import client, joined, session, upstream
+from tests.session.frames import client, joined, session, upstream
 
 VERSIONS = list(kio_versions(32, "response"))
 ADDRESSES = {

@@ -30,11 +30,7 @@ from kproxy.protocol.plan_codes import (
 from kproxy.protocol.walker import LeaderObservation
 from tests.kio_strategies import message_strategy
 from tests.kio_support import encode_response_frame, kio_message_class
-from tests.session.test_session_playbook import (
-    LATER,
-    client,
-)
-from tests.session.test_session_streaming import (
+from tests.session.fetch_frames import (
     ENDPOINT_VERSIONS,
     KIO_FETCH,
     RECORDS,
@@ -42,6 +38,10 @@ from tests.session.test_session_streaming import (
     fetch_response,
     streaming_session,
     through,
+)
+from tests.session.frames import (
+    LATER,
+    client,
 )
 
 STREAM_AFTER = 8

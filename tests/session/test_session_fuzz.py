@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kproxy.session import ProxySession, SessionLimits
 from kproxy.session.session import STREAM_REQUESTS_AFTER
-from tests.session.test_session_playbook import (
+from tests.session.frames import (
     NOW,
     address_map,
     metadata_request,

@@ -19,7 +19,7 @@ from kproxy.protocol.walker import MAX_REQUEST_ENDPOINTS, MAX_RESPONSE_ENDPOINTS
 from kproxy.session import ProxySession, SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from tests.kio_support import decode_response_frame, encode_request_frame
-from tests.session.test_session_playbook import (
+from tests.session.frames import (
     address_map,
     client,
     joined,

@@ -18,7 +18,7 @@ from kproxy.session import ProxySession, SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from kproxy.session.policy import ALWAYS_ALLOWED, ApiPolicy
 from tests.kio_support import decode_response_frame, encode_request_frame, encode_response_frame
-from tests.session.test_session_playbook import (
+from tests.session.frames import (
     address_map,
     client,
     joined,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kproxy.session import ProxySession, SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
-from tests.session.test_session_playbook import (
+from tests.session.frames import (
     address_map,
     client,
     joined,

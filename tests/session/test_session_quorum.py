@@ -32,7 +32,7 @@ from kproxy.proxy.quorum import QuorumMap
 from kproxy.session import ProxySession, SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from tests.kio_support import decode_response_frame, encode_request_frame, encode_response_frame
-from tests.session.test_session_playbook import address_map, client, joined, upstream
+from tests.session.frames import address_map, client, joined, upstream
 
 KPROXY_HOST = "127.0.0.1"
 CONTROLLER_PORTS = {1: 29001, 2: 29002, 3: 29003}

@@ -699,7 +699,7 @@ def _snake(path: str) -> str:
 
 def test_an_endpoint_writes_an_ipv6_host_in_brackets() -> None:
     # `::1:9092` would read as one longer address (kproxy.hostport.format_host_port).
-    from tests.session.test_session_playbook import metadata_response
+    from tests.session.frames import metadata_response
 
     frame = memoryview(metadata_response(1, [(1, "::1", 9092), (2, "b-2.invalid", 9093)]))[4:]
     _, body = parse_response_header(frame, 1)

@@ -18,8 +18,8 @@ from kproxy.protocol.frames import FrameReader
 from kproxy.session import ProxySession, SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from kproxy.session.policy import ApiPolicy
-from tests.session.test_fast_lane import heartbeat_request, heartbeat_response
-from tests.session.test_session_playbook import address_map
+from tests.session.frames import address_map
+from tests.session.lane_driver import heartbeat_request, heartbeat_response
 
 SESSIONS = 1000
 # tracemalloc counts every allocation in the process while the objects are made, other

@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from bench.least_pair import least_pair
 from bench.session_bench import produce_pair
-from tests.session.test_session_playbook import produce_response
+from tests.session.frames import produce_response
 
 
 def test_a_plain_pair_goes_through_many_times() -> None:
