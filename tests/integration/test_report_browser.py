@@ -1,6 +1,6 @@
 """report.html opens in a real browser and its plots are there to read.
 
-The report of the hand-written log (tests/unit/test_analytics_spark.py), made by real
+The report of the hand-written log (tests/hand_log.py), made by real
 local Spark, is rendered by headless Chromium (Debian's `chromium`) into a screenshot:
 the screenshot must not be blank and must show the plots' own colours (so the <img>
 tags loaded in the browser, not just exist); every <img> must point to a PNG next to
@@ -22,7 +22,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
-from tests.unit.test_analytics_spark import Hand  # noqa: E402
+from tests.hand_log import Hand  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
