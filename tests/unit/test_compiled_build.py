@@ -28,6 +28,8 @@ COMPILED_TESTS = (
     "tests/unit/test_frames_headers.py",
     "tests/unit/test_correlation.py",
     "tests/unit/test_leadership.py",
+    "tests/unit/test_leadership_recoveries.py",
+    "tests/unit/test_leadership_walked.py",
     # The runtime's glue and what it reports to (compiled since the fast lane made them
     # most of a small round trip's Python), and the real data path through them.
     "tests/runtime",

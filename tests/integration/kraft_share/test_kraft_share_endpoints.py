@@ -18,7 +18,7 @@ For every response the client decodes with kio:
 
 Requests that carry endpoints (Begin/EndQuorumEpoch LeaderEndpoints, Add/UpdateRaftVoter
 Listeners) must reach the scripted broker with kproxy's node addresses mapped back to the
-cluster's and every other byte as sent. A property test sends 20 random kio responses
+cluster's and every other byte as sent. test_kraft_share_properties.py sends 20 random kio responses
 (and requests) of each type through kproxy with a fixed seed.
 """
 
