@@ -34,6 +34,7 @@ COMPILED_TESTS = (
     # most of a small round trip's Python), and the real data path through them.
     "tests/runtime",
     "tests/unit/test_events.py",
+    "tests/unit/test_events_observability.py",
     "tests/unit/test_event_sinks.py",
     "tests/unit/test_admin.py",
     "tests/unit/test_readgate.py",
