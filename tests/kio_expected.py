@@ -6,9 +6,12 @@ it."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from tests.kio_strategies import INT_RANGES
 
@@ -56,7 +59,7 @@ _LEADER_MARKER_FIELDS = ("error_code", "leader_id", "leader", "leader_epoch", "c
 _TOPIC_NAME_FIELDS = ("name", "topic", "topic_name")
 
 
-def _has(obj: Any, name: str) -> bool:
+def has_field(obj: Any, name: str) -> bool:
     return any(f.name == name for f in dataclasses.fields(obj))
 
 
@@ -81,7 +84,7 @@ def _children(obj: Any, path: str) -> Iterator[tuple[str, str, Any]]:
 
 
 def _is_endpoint(obj: Any, excluded: bool) -> bool:
-    return not excluded and _has(obj, "host") and _has(obj, "port")
+    return not excluded and has_field(obj, "host") and has_field(obj, "port")
 
 
 def _endpoint_of(
@@ -89,17 +92,17 @@ def _endpoint_of(
 ) -> ExpectedEndpoint:
     node_id: int | None = None
     for name in _OWN_ID_FIELDS:
-        if _has(obj, name):
+        if has_field(obj, name):
             node_id = int(getattr(obj, name))
             break
     else:
         if not (field_names and field_names[-1] in _LEADER_ENDPOINT_ARRAYS):
             node_id = _nearest_id(ancestors)
     listener = next(
-        (getattr(obj, name) for name in _LISTENER_FIELDS if _has(obj, name)),
+        (getattr(obj, name) for name in _LISTENER_FIELDS if has_field(obj, name)),
         None,
     )
-    rack = obj.rack if _has(obj, "rack") else None
+    rack = obj.rack if has_field(obj, "rack") else None
     return ExpectedEndpoint(
         path=path,
         node_id=node_id,
@@ -113,7 +116,7 @@ def _endpoint_of(
 def _nearest_id(ancestors: tuple[Any, ...]) -> int | None:
     for ancestor in reversed(ancestors):
         for name in _ENCLOSING_ID_FIELDS:
-            if _has(ancestor, name):
+            if has_field(ancestor, name):
                 return int(getattr(ancestor, name))
     return None
 
@@ -168,25 +171,25 @@ def expected_endpoints(msg: Any) -> list[ExpectedEndpoint]:
 
 def _topic_of(obj: Any, ancestors: tuple[Any, ...]) -> tuple[str | None, uuid.UUID | None]:
     for candidate in (obj, *reversed(ancestors)):
-        names = [n for n in (*_TOPIC_NAME_FIELDS, "topic_id") if _has(candidate, n)]
+        names = [n for n in (*_TOPIC_NAME_FIELDS, "topic_id") if has_field(candidate, n)]
         if not names:
             continue
         topic = next(
             (
                 getattr(candidate, n)
                 for n in _TOPIC_NAME_FIELDS
-                if _has(candidate, n) and isinstance(getattr(candidate, n), str | None)
+                if has_field(candidate, n) and isinstance(getattr(candidate, n), str | None)
             ),
             None,
         )
-        topic_id = candidate.topic_id if _has(candidate, "topic_id") else None
+        topic_id = candidate.topic_id if has_field(candidate, "topic_id") else None
         return topic, topic_id
     return None, None
 
 
 def _partition_of(obj: Any) -> int | None:
     for name in _PARTITION_FIELDS:
-        if _has(obj, name):
+        if has_field(obj, name):
             value = getattr(obj, name)
             if isinstance(value, int) and not isinstance(value, bool):
                 return int(value)
@@ -212,20 +215,24 @@ def expected_leaders(msg: Any) -> list[ExpectedLeader]:
     result: list[ExpectedLeader] = []
     for obj, _path, ancestors, _names, _skip in _walk(msg, "", (), (), False):
         partition = _partition_of(obj)
-        if partition is None or not any(_has(obj, n) for n in _LEADER_MARKER_FIELDS):
+        if partition is None or not any(has_field(obj, n) for n in _LEADER_MARKER_FIELDS):
             continue
-        own_leader = next((n for n in ("leader_id", "leader") if _has(obj, n)), None)
+        own_leader = next((n for n in ("leader_id", "leader") if has_field(obj, n)), None)
         hint = False
         leader_id = _int_or_none(getattr(obj, own_leader)) if own_leader else None
-        leader_epoch = _int_or_none(obj.leader_epoch) if _has(obj, "leader_epoch") else None
-        if own_leader is None and not _has(obj, "leader_epoch") and _has(obj, "current_leader"):
+        leader_epoch = _int_or_none(obj.leader_epoch) if has_field(obj, "leader_epoch") else None
+        if (
+            own_leader is None
+            and not has_field(obj, "leader_epoch")
+            and has_field(obj, "current_leader")
+        ):
             current = obj.current_leader
             if current is not None:
                 leader_id = _int_or_none(current.leader_id)
                 leader_epoch = _int_or_none(current.leader_epoch)
                 hint = True
         topic, topic_id = _topic_of(obj, ancestors)
-        error_code = _int_or_none(obj.error_code) if _has(obj, "error_code") else None
+        error_code = _int_or_none(obj.error_code) if has_field(obj, "error_code") else None
         result.append(
             ExpectedLeader(
                 topic=topic,
@@ -288,3 +295,50 @@ def replace_endpoints(msg: Any, new: Callable[[ExpectedEndpoint], tuple[str, int
         return dataclasses.replace(obj, **changes) if changes else obj
 
     return rebuild(msg, "", (), (), _message_excluded(msg))
+
+
+def kio_path(path: str) -> str:
+    """A kproxy schema path (``Nodes[].Listeners[]``) in kio's spelling (snake case)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", path).lower()
+
+
+_REMOVED = "\x00kproxy-test: removed\x00"
+
+
+def _is_removed(obj: Any) -> bool:
+    return dataclasses.is_dataclass(obj) and getattr(obj, "host", None) == _REMOVED
+
+
+def _drop_removed(obj: Any, coordinator: bool) -> Any:
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, tuple):
+            kept = [x for x in value if coordinator or not _is_removed(x)]
+            changes[f.name] = tuple(
+                _drop_removed(x, coordinator) if dataclasses.is_dataclass(x) else x for x in kept
+            )
+        elif dataclasses.is_dataclass(value):
+            changes[f.name] = _drop_removed(value, coordinator)
+    if _is_removed(obj):
+        if coordinator:
+            changes.update(error_code=ErrorCode(15), host="", port=-1)
+        else:
+            changes.update(host="", port=0)
+    return dataclasses.replace(obj, **changes)
+
+
+def apply_mapping(msg: Any, mapping: Callable[[ExpectedEndpoint], tuple[str, int] | None]) -> Any:
+    """What kproxy's rewriter must turn `msg` into, computed on kio's objects only.
+
+    Mapped endpoints get their new (host, port); an unmappable one is removed from its
+    array, except in FindCoordinator (error 15, host "", port -1) and outside arrays
+    (UpdateRaftVoterResponse.CurrentLeader: host "", port 0).
+    """
+
+    def mark(ep: ExpectedEndpoint) -> tuple[str, int]:
+        target = mapping(ep)
+        return (_REMOVED, 0) if target is None else target
+
+    coordinator = getattr(type(msg), "__api_key__", None) == 10  # FindCoordinator
+    return _drop_removed(replace_endpoints(msg, mark), coordinator)

@@ -134,6 +134,15 @@ class KproxyProcess:
         assert status == 200, body
         return body.decode()
 
+    def reload_with(self, change: dict[str, dict[str, Any]]) -> None:
+        """Each section of ``change`` merged into the config file, then SIGHUP: kproxy's
+        hot reload, as an operator edits the file and signals the process."""
+        for section, values in change.items():
+            self.config.setdefault(section, {}).update(values)
+        self.config_path.write_text(yaml.safe_dump(self.config))
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGHUP)
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int | None:
         code = None
         if self.proc is not None:

@@ -76,3 +76,7 @@ def uvarint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+# A real TLS 1.2 ClientHello prefix (record header + handshake header).
+TLS_CLIENT_HELLO = bytes.fromhex("16030100c4010000c00303") + bytes(32) + b"\x00\x00\x02\x13\x01"

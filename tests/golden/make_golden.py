@@ -26,8 +26,8 @@ from pathlib import Path
 from tests.golden.hand_frames import HAND_FRAMES, as_mapped, as_sent
 from tests.golden.kio_messages import kio_vectors
 from tests.golden.vectors import CLIENT_ID, CORRELATION_ID, golden_target
+from tests.kio_expected import apply_mapping
 from tests.kio_support import encode_request_frame, encode_response_frame
-from tests.property.test_walker_kio import apply_mapping
 
 HERE = Path(__file__).resolve().parent
 

@@ -29,7 +29,7 @@ pytest.importorskip("matplotlib")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from tests.churn_traffic import churn_traffic, read_event_files, topology_leaders  # noqa: E402
-from tests.integration.test_observability import metrics_sum, parse_exposition  # noqa: E402
+from tests.exposition import metrics_sum, parse_exposition  # noqa: E402
 from tests.kproxy_process import REPO, KproxyProcess  # noqa: E402
 from tests.peers.mock_cluster import MockCluster  # noqa: E402
 from tests.peers.net import wait_until  # noqa: E402

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_leak_hunt import LogLines, assert_no_leak
-from tests.integration.test_reload import reload_with
 from tests.java_perf import java_consume_count
 from tests.kproxy_process import KproxyProcess
+from tests.leak_check import LogLines, assert_no_leak
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.kafka_install import MAIN_PRODUCER_PERF
 from tests.peers.net import wait_until
@@ -351,8 +350,7 @@ def test_gateway_serves_produce_and_consume_and_takes_a_new_policy_live(
     # A reload that allows DeleteTopics holds at once; kproxy closes no connection.
     closed = closed_connections(gateway)
     applied = gateway.metric("kproxy_config_reloads_total", result="applied")
-    reload_with(
-        gateway,
+    gateway.reload_with(
         {"listeners": {"api_policy": {"deny": ["CreateTopics"], "advertise_denied": True}}},
     )
     wait_until(

@@ -5,59 +5,20 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.healthy_producer import TOPIC, HealthyProducer
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import ERR_TRANSPORT, MockCluster
 from tests.peers.net import wait_until
-from tests.raw_kafka import request
+from tests.raw_kafka import TLS_CLIENT_HELLO, request
 
 pytestmark = pytest.mark.peers
 
 MAX_FRAME = 1 << 20
-TOPIC = "healthy"
-
-# A real TLS 1.2 ClientHello prefix (record header + handshake header).
-TLS_CLIENT_HELLO = bytes.fromhex("16030100c4010000c00303") + bytes(32) + b"\x00\x00\x02\x13\x01"
-
-
-class HealthyProducer(threading.Thread):
-    def __init__(self, bootstrap: str) -> None:
-        super().__init__(daemon=True)
-        self.bootstrap = bootstrap
-        self.delivered = 0
-        self.failed: list[object] = []
-        self.stop_event = threading.Event()
-
-    def run(self) -> None:
-        from confluent_kafka import Producer
-
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
-
-        def on_delivery(err: object, _msg: object) -> None:
-            if err is None:
-                self.delivered += 1
-            else:
-                self.failed.append(err)
-
-        i = 0
-        while not self.stop_event.is_set():
-            try:
-                producer.produce(TOPIC, b"%d" % i, on_delivery=on_delivery)
-                i += 1
-            except BufferError:
-                pass
-            producer.poll(0.001)
-        producer.flush(10)
-
-    def keeps_going(self, more: int = 200) -> None:
-        target = self.delivered + more
-        wait_until(lambda: self.delivered >= target, 30, what="the healthy producer to progress")
-        assert not self.failed, self.failed[:3]
 
 
 @pytest.fixture(scope="module")

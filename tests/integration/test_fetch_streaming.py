@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_leak_hunt import LogLines, assert_no_leak
 from tests.kproxy_process import KproxyProcess
+from tests.leak_check import LogLines, assert_no_leak
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
 

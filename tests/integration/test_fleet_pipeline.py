@@ -37,7 +37,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from kproxy.events import format_ts  # noqa: E402
 from tests.churn_traffic import churn_traffic, read_event_files  # noqa: E402
-from tests.integration.test_observability import metrics_sum, parse_exposition  # noqa: E402
+from tests.exposition import metrics_sum, parse_exposition  # noqa: E402
 from tests.kproxy_process import REPO, KproxyProcess  # noqa: E402
 from tests.peers.kafka_cluster import KafkaCluster  # noqa: E402
 from tests.peers.net import wait_until  # noqa: E402

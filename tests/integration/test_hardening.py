@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_bad_input import TLS_CLIENT_HELLO, HealthyProducer
+from tests.healthy_producer import TOPIC, HealthyProducer
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
 from tests.raw_kafka import (
+    TLS_CLIENT_HELLO,
     add_raft_voter_of_size,
     broker_registration_of_size,
     closed_by_peer,
@@ -30,7 +31,6 @@ from tests.raw_kafka import (
 
 pytestmark = pytest.mark.peers
 
-TOPIC = "healthy"
 MAX_FRAME = 64 << 20
 METADATA_V1 = metadata_v1(7)
 

@@ -8,9 +8,7 @@ the client's log as a `.invalid` name or a connection to a port that is not kpro
 
 from __future__ import annotations
 
-import logging
 import random
-import re
 import threading
 import time
 from collections import Counter, defaultdict
@@ -21,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.kproxy_process import KproxyProcess
+from tests.leak_check import LogLines, assert_no_leak, kproxy_ports
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
 
@@ -29,38 +28,6 @@ pytestmark = pytest.mark.peers
 TOPIC = "churn"
 PARTITIONS = 6
 HOST_OVERRIDES = {f"broker-{i}.cluster.invalid": "127.0.0.1" for i in range(1, 9)}
-
-
-class LogLines(logging.Handler):
-    """Collects librdkafka's log lines (delivered through the client's `logger`)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-        self.logger = logging.getLogger(f"rdkafka.{name}")
-        self.logger.handlers = [self]
-        self.logger.setLevel(logging.DEBUG)
-        self.logger.propagate = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
-def kproxy_ports(kp: KproxyProcess) -> dict[str, int]:
-    return {
-        name: int(port)
-        for port, name in re.findall(r"listening on 127\.0\.0\.1:(\d+) for (\S+)", kp.log())
-    }
-
-
-def assert_no_leak(logs: list[LogLines], kp: KproxyProcess) -> None:
-    ours = set(kproxy_ports(kp).values())
-    for log in logs:
-        text = "\n".join(log.lines)
-        assert ".invalid" not in text, "a broker's own address reached a client"
-        dialled = {int(p) for p in re.findall(r"Connecting to ipv4#127\.0\.0\.1:(\d+)", text)}
-        assert dialled, "no connection seen in the client log"
-        assert dialled <= ours, f"client dialled {dialled - ours}, not kproxy ports {ours}"
 
 
 @pytest.fixture

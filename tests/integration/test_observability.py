@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.churn_traffic import churn_traffic, read_event_files, topology_leaders
+from tests.exposition import metrics_sum, parse_exposition
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
@@ -196,17 +197,3 @@ def parse_ts(ts: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-
-
-def parse_exposition(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-def metrics_sum(metrics: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str) -> float:
-    return sum(v for (n, _), v in metrics.items() if n == name)

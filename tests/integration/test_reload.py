@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.kproxy_process import KproxyProcess
 from tests.peers.mock_cluster import MockCluster
@@ -40,14 +39,6 @@ def cluster() -> Iterator[MockCluster]:
             mc.set_leader(TOPIC, partition, 1 + partition % 2)
         mc.advertise_invalid_names("cluster.invalid")
         yield mc
-
-
-def reload_with(proc: KproxyProcess, change: dict[str, dict[str, Any]]) -> None:
-    for section, values in change.items():
-        proc.config.setdefault(section, {}).update(values)
-    proc.config_path.write_text(yaml.safe_dump(proc.config))
-    assert proc.proc is not None
-    proc.proc.send_signal(signal.SIGHUP)
 
 
 def reloads(proc: KproxyProcess, result: str) -> float:
@@ -110,7 +101,7 @@ def test_reload_applies_live_keys_without_dropping_connections(
             stuck = len(acked[0])
 
             # 1. The override for broker 3: new dials reach it, partition 0 flows again.
-            reload_with(proc, {"cluster": {"dial_overrides": {
+            proc.reload_with({"cluster": {"dial_overrides": {
                 **REACHABLE, "broker-3.cluster.invalid": "127.0.0.1"}}})  # fmt: skip
             wait_until(lambda: reloads(proc, "applied") == 1, 15, what="the reload applied")
             wait_until(lambda: len(acked[0]) > stuck + 50, 60, what="partition 0 to flow")
@@ -122,7 +113,7 @@ def test_reload_applies_live_keys_without_dropping_connections(
                 int(proc.metric("kproxy_connections_active", listener=f"node-{n}"))
                 for n in (1, 2, 3)
             )
-            reload_with(proc, {"limits": {"max_connections_per_client_ip": open_now}})
+            proc.reload_with({"limits": {"max_connections_per_client_ip": open_now}})
             wait_until(lambda: reloads(proc, "applied") == 2, 15, what="the cap applied")
             with socket.create_connection(("127.0.0.1", proc.bootstrap_port), 10) as extra:
                 extra.sendall(metadata_v1(1))
@@ -137,7 +128,7 @@ def test_reload_applies_live_keys_without_dropping_connections(
             )
 
             # 3. A new bootstrap port needs a restart: reported, the old one keeps serving.
-            reload_with(proc, {"listeners": {"bootstrap_port": free_port()},
+            proc.reload_with({"listeners": {"bootstrap_port": free_port()},
                                "limits": {"max_connections_per_client_ip": None}})  # fmt: skip
             wait_until(lambda: reloads(proc, "restart_needed") == 1, 15, what="restart_needed")
             assert "changes listeners.bootstrap_port: needs a restart" in proc.log()

@@ -19,8 +19,6 @@ One test per (api, kind, version), with the example count of the hypothesis prof
 
 from __future__ import annotations
 
-import dataclasses
-import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +26,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kio.schema.errors import ErrorCode
 
 from kproxy.protocol.headers import parse_request_header, parse_response_header
 from kproxy.protocol.plan import PLANS
@@ -37,8 +34,10 @@ from kproxy.protocol.walker import Endpoint, LeaderObservation, WalkResult, walk
 from tests.kio_expected import (
     ExpectedEndpoint,
     ExpectedLeader,
+    apply_mapping,
     expected_endpoints,
     expected_leaders,
+    kio_path,
     replace_endpoints,
 )
 from tests.kio_strategies import message_strategy
@@ -71,11 +70,6 @@ Target = tuple[str, int]
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def kio_path(path: str) -> str:
-    """A kproxy schema path (``Nodes[].Listeners[]``) in kio's spelling (snake case)."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", path).lower()
 
 
 def endpoint_key(ep: Endpoint | ExpectedEndpoint) -> EndpointKey:
@@ -123,48 +117,6 @@ def decode(cls: type, kind: str, wire: bytes) -> Any:
     if kind == "request":
         return decode_request_frame(wire)[4]
     return decode_response_frame(cls, wire)[1]
-
-
-_REMOVED = "\x00kproxy-test: removed\x00"
-
-
-def _is_removed(obj: Any) -> bool:
-    return dataclasses.is_dataclass(obj) and getattr(obj, "host", None) == _REMOVED
-
-
-def _drop_removed(obj: Any, coordinator: bool) -> Any:
-    changes: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if isinstance(value, tuple):
-            kept = [x for x in value if coordinator or not _is_removed(x)]
-            changes[f.name] = tuple(
-                _drop_removed(x, coordinator) if dataclasses.is_dataclass(x) else x for x in kept
-            )
-        elif dataclasses.is_dataclass(value):
-            changes[f.name] = _drop_removed(value, coordinator)
-    if _is_removed(obj):
-        if coordinator:
-            changes.update(error_code=ErrorCode(15), host="", port=-1)
-        else:
-            changes.update(host="", port=0)
-    return dataclasses.replace(obj, **changes)
-
-
-def apply_mapping(msg: Any, mapping: Callable[[ExpectedEndpoint], Target | None]) -> Any:
-    """What kproxy's rewriter must turn `msg` into, computed on kio's objects only.
-
-    Mapped endpoints get their new (host, port); an unmappable one is removed from its
-    array, except in FindCoordinator (error 15, host "", port -1) and outside arrays
-    (UpdateRaftVoterResponse.CurrentLeader: host "", port 0).
-    """
-
-    def mark(ep: ExpectedEndpoint) -> Target:
-        target = mapping(ep)
-        return (_REMOVED, 0) if target is None else target
-
-    coordinator = getattr(type(msg), "__api_key__", None) == FIND_COORDINATOR
-    return _drop_removed(replace_endpoints(msg, mark), coordinator)
 
 
 def check_chunks(wire: bytes, chunks: list[bytes | memoryview], size: int) -> bytes:

@@ -17,7 +17,7 @@ import pytest
 from kproxy.config import parse_config
 from kproxy.observability import Observability
 from kproxy.proxy.proxy import Proxy
-from tests.runtime.test_runtime_loops import (
+from tests.runtime.loops import (
     DEADLINE,
     LOOPS,
     config_for,

@@ -175,8 +175,7 @@ def test_rewrite(v: Vector) -> None:
 def test_rewrite_decodes_with_kio(v: Vector) -> None:
     """kio decodes the rewritten frame as the original with the mapping applied."""
     kio_support = pytest.importorskip("tests.kio_support")
-    from tests.kio_expected import expected_endpoints
-    from tests.property.test_walker_kio import apply_mapping
+    from tests.kio_expected import apply_mapping, expected_endpoints
 
     cls = kio_support.kio_message_class(v.api_key, v.version, v.kind)
     if v.is_request:
@@ -193,7 +192,7 @@ def test_rewrite_decodes_with_kio(v: Vector) -> None:
 
 
 def _snake(path: str) -> str:
-    from tests.property.test_walker_kio import kio_path
+    from tests.kio_expected import kio_path
 
     return kio_path(path)
 

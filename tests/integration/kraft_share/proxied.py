@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from kio.schema.errors import ErrorCode
 
 from tests.integration.kraft_share.cases import CLIENT_ID, MAX_NODE_ID, METADATA, sample_request
-from tests.kio_expected import ExpectedEndpoint, expected_endpoints, replace_endpoints
+from tests.kio_expected import (
+    ExpectedEndpoint,
+    apply_mapping,
+    expected_endpoints,
+)
 from tests.kio_support import (
     decode_response_frame,
     encode_request_frame,
@@ -154,49 +157,17 @@ def proxied_cluster(tmp: Path) -> Iterator[Env]:
             yield Env(broker, kp)
 
 
-_UNMAPPED = "\x00unmapped"
-
-
-def has_field(obj: Any, name: str) -> bool:
-    return any(f.name == name for f in dataclasses.fields(obj))
-
-
-def _unmapped(obj: Any) -> bool:
-    return dataclasses.is_dataclass(obj) and has_field(obj, "host") and obj.host == _UNMAPPED
-
-
-def _settle(obj: Any) -> Any:
-    """Apply kproxy's rules to the endpoints marked unmappable (see proxied_view)."""
-    changes: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if isinstance(value, tuple) and any(dataclasses.is_dataclass(v) for v in value):
-            changes[f.name] = tuple(
-                _settle(v)
-                for v in value
-                if not (_unmapped(v) and not has_field(v, "error_code"))  # removed from its array
-            )
-        elif dataclasses.is_dataclass(value):
-            changes[f.name] = _settle(value)
-    if _unmapped(obj):
-        if has_field(obj, "error_code"):  # FindCoordinator (top level v0-3, Coordinators[] v4+)
-            changes.update(error_code=ErrorCode.coordinator_not_available, host="", port=-1)
-        else:  # UpdateRaftVoterResponse.CurrentLeader
-            changes.update(host="", port=0)
-    return dataclasses.replace(obj, **changes) if changes else obj
-
-
 def proxied_view(msg: Any, ports: dict[str, int]) -> Any:
     """What a client must get through kproxy for the upstream response ``msg``."""
 
-    def new(ep: ExpectedEndpoint) -> tuple[str, int]:
+    def new(ep: ExpectedEndpoint) -> tuple[str, int] | None:
         if mappable(ep.node_id):
             return LOOPBACK, ports[f"node-{ep.node_id}"]
         if ep.node_id is not None and ep.node_id < 0 and ep.host == "":
             return ep.host, ep.port  # no node, no address: an error answer, untouched
-        return _UNMAPPED, 0
+        return None  # removed from its array, or emptied where it stands alone
 
-    return _settle(replace_endpoints(msg, new))
+    return apply_mapping(msg, new)
 
 
 def check_proxied(env: Env, original: Any, exchange: Exchange) -> None:

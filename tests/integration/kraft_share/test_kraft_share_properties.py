@@ -27,11 +27,10 @@ from tests.integration.kraft_share.proxied import (
     RawClient,
     advertised_from_log,
     check_proxied,
-    has_field,
     listener_ports,
     proxied_cluster,
 )
-from tests.kio_expected import ExpectedEndpoint, expected_endpoints, replace_endpoints
+from tests.kio_expected import ExpectedEndpoint, expected_endpoints, has_field, replace_endpoints
 from tests.kio_strategies import message_strategy
 from tests.kio_support import kio_message_class
 from tests.peers.net import LOOPBACK

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_leak_hunt import LogLines, assert_no_leak
 from tests.integration.tls.clients import CLIENTS, MESSAGES, ClientTls, values
 from tests.java_perf import java_consume_count, java_produce
 from tests.kproxy_process import KproxyProcess
+from tests.leak_check import LogLines, assert_no_leak
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.net import wait_until
 from tests.tls_material import TlsMaterial
