@@ -17,8 +17,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from tests.analyze_command import SPARK_ENV
 from tests.exposition import metrics_sum, parse_exposition
-from tests.kproxy_process import REPO, KproxyProcess
+from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
 
 TOPIC = "churned"
@@ -34,9 +35,6 @@ MOVES = 4  # leader moves of the churn
 
 
 WATERMARK_SECONDS = 30
-
-
-SPARK_ENV = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
 @dataclass
@@ -135,30 +133,6 @@ def stop_process(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM
             proc.wait(30)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-def analyze(inputs: list[str], out: Path) -> dict[str, Any]:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kproxy",
-            "analyze",
-            *inputs,
-            "--out",
-            str(out),
-            "--master",
-            "local[2]",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=SPARK_ENV,
-        cwd=out.parent,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
-    return summary
 
 
 def rounded(value: Any) -> Any:

@@ -10,6 +10,7 @@ import struct
 from collections.abc import Callable
 
 from tests.golden.vectors import CLIENT_ID, CORRELATION_ID, RECORDS, TOPIC_ID, golden_target
+from tests.raw_kafka import uvarint
 
 # Primitive encoders (docs/protocol.md §4). Everything else below is written field by field.
 
@@ -28,15 +29,6 @@ def i32(v: int) -> bytes:
 
 def i64(v: int) -> bytes:
     return struct.pack(">q", v)
-
-
-def uvarint(v: int) -> bytes:
-    out = bytearray()
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def string(v: str | None) -> bytes:

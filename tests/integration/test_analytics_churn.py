@@ -10,12 +10,8 @@ same event files, and what kproxy's own /metrics counters said before it stopped
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -28,9 +24,10 @@ pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 pq = pytest.importorskip("pyarrow.parquet")
 
+from tests.analyze_command import run_analyze  # noqa: E402
 from tests.churn_traffic import churn_traffic, read_event_files, topology_leaders  # noqa: E402
 from tests.exposition import metrics_sum, parse_exposition  # noqa: E402
-from tests.kproxy_process import REPO, KproxyProcess  # noqa: E402
+from tests.kproxy_process import KproxyProcess  # noqa: E402
 from tests.peers.mock_cluster import MockCluster  # noqa: E402
 from tests.peers.net import wait_until  # noqa: E402
 
@@ -98,27 +95,8 @@ def test_analyze_agrees_with_the_event_files_and_the_metrics(
 ) -> None:
     events_dir, metrics_text = churned
     out = tmp_path / "analysis"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kproxy",
-            "analyze",
-            str(events_dir),
-            "--out",
-            str(out),
-            "--master",
-            "local[2]",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"},
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result, summary = run_analyze([str(events_dir)], out, timeout=300)
     print(result.stdout)  # the run's summary, for the log (pytest -rP)
-    summary = json.loads((out / "summary.json").read_text())
     assert (out / "report.html").is_file()
     assert result.stdout.startswith(f"kproxy analyze: {summary['events']:,} events from 1 proxy")
     assert "[8/8] report" in result.stderr  # progress goes to stderr

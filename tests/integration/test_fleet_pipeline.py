@@ -33,18 +33,17 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("pyarrow.parquet")
 
 from kproxy.events import format_ts
+from tests.analyze_command import SPARK_ENV, run_analyze
 from tests.churn_traffic import churn_traffic, read_event_files
 from tests.fleet_pipeline import (
     BATCH_TABLES,
     EVENTS_TOPIC,
     MOVES,
     PARTITIONS,
-    SPARK_ENV,
     TOPIC,
     WATERMARK_SECONDS,
     WHOLE_RUN_TABLES,
     Pipeline,
-    analyze,
     follow_status,
     rounded,
     sink_counts,
@@ -121,8 +120,8 @@ def test_the_topic_gives_exactly_the_figures_of_the_files(
     own = [e for e in events if str(e.get("client_id") or "").startswith("kproxy-events-")]
     assert own == []
 
-    from_files = analyze([str(pipeline.files)], tmp_path / "files")
-    from_topic = analyze([pipeline.topic_uri], tmp_path / "topic")
+    _, from_files = run_analyze([str(pipeline.files)], tmp_path / "files")
+    _, from_topic = run_analyze([pipeline.topic_uri], tmp_path / "topic")
     assert from_files["events"] == len(events)
     for key in ("inputs", "out", "report"):
         from_files.pop(key, None)
@@ -190,7 +189,7 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
 
     # The same figures as a batch run over the same events.
     batch_out = tmp_path / "batch"
-    analyze([p.topic_uri], batch_out)
+    run_analyze([p.topic_uri], batch_out)
     for name in WHOLE_RUN_TABLES:
         assert table(p.follow_out, name) == table(batch_out, name), name
     per_window = table(p.follow_out, "leader_changes_per_window")
