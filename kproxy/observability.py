@@ -192,7 +192,7 @@ class Observability(ProxyObserver):
 
     # The fast lane's two hooks go straight to the hot-path counts; ProxyObserver's reach
     # them through `frame`, a call more on every frame of a busy connection.
-    # tests/unit/test_events.py holds them to what the general path's hooks count.
+    # tests/unit/test_events_observability.py holds them to what the general path's hooks count.
     def request_forwarded(self, api_key: int, size: int) -> None:
         self.hot.frame(api_key, REQUEST, size)
 
