@@ -52,18 +52,20 @@ def _load_fuzzer() -> ModuleType:
 
 fp = _load_fuzzer()
 
+from tools.fuzz_seeds import PLAN_KEYS, all_seeds, golden_seeds  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def seeds() -> list[object]:
-    return list(fp.all_seeds(kio_per_version=2, seed=0))
+    return list(all_seeds(kio_per_version=2, seed=0))
 
 
 def test_seeds_cover_every_family(seeds: list[object]) -> None:
     """Golden vectors of every walked family and kio frames of every kio version."""
     keys = {s.key for s in seeds}  # type: ignore[attr-defined]
-    walked = {(k, r) for (k, r, _v) in fp.PLAN_KEYS}
+    walked = {(k, r) for (k, r, _v) in PLAN_KEYS}
     assert walked <= {(k, r) for (k, r, _v) in keys}
-    assert len(fp.golden_seeds()) >= 70
+    assert len(golden_seeds()) >= 70
     assert len(seeds) >= 250
 
 
@@ -109,7 +111,7 @@ def test_every_prefix_of_every_seed(seeds: list[object]) -> None:
 
 def test_random_bytes_every_plan() -> None:
     rng = random.Random(7)
-    for key in fp.PLAN_KEYS:
+    for key in PLAN_KEYS:
         api_key, is_request, version = key
         for _ in range(RANDOM_PER_PLAN):
             body = rng.randbytes(rng.choice((0, 1, 5, 16, 64, 300)))
