@@ -45,6 +45,7 @@ import uuid
 from typing import Any, Literal
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -263,3 +264,43 @@ def decode_request_frame(frame: bytes) -> tuple[int, int, int, str | None, Any]:
     header, offset = entity_reader(header_cls)(payload, 0)
     msg = decode_body(cls, payload[offset:])
     return api_key, version, header.correlation_id, header.client_id, msg
+
+
+def sample_metadata_v12() -> object:
+    """A Metadata v12 response built by kio: two brokers (one with a rack), a topic with
+    a topic id, a partition with a leader and one without (LEADER_NOT_AVAILABLE)."""
+    from kio.schema.metadata.v12.response import (
+        MetadataResponse,
+        MetadataResponseBroker,
+        MetadataResponsePartition,
+        MetadataResponseTopic,
+    )
+
+    topic_id = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    return MetadataResponse(
+        throttle_time=datetime.timedelta(0),
+        brokers=(
+            MetadataResponseBroker(node_id=1, host="b1.internal", port=9092, rack="r1"),
+            MetadataResponseBroker(node_id=2, host="b2.internal", port=9093),
+        ),
+        cluster_id="c",
+        controller_id=1,
+        topics=(
+            MetadataResponseTopic(
+                error_code=ErrorCode.none,
+                name="t",
+                topic_id=topic_id,
+                partitions=(
+                    MetadataResponsePartition(
+                        error_code=ErrorCode.none, partition_index=0, leader_id=2, leader_epoch=5
+                    ),
+                    MetadataResponsePartition(
+                        error_code=ErrorCode.leader_not_available,
+                        partition_index=1,
+                        leader_id=-1,
+                        leader_epoch=7,
+                    ),
+                ),
+            ),
+        ),
+    )

@@ -14,12 +14,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from bench.ab import source_copy
+from tests.compiled import compiled_modules
 
 REPO = Path(__file__).resolve().parents[2]
 COMPILED_TESTS = (
@@ -40,12 +40,6 @@ COMPILED_TESTS = (
     "tests/unit/test_readgate.py",
     "tests/integration/test_tansu_datapath.py",
 )
-
-
-def compiled_modules() -> list[str]:
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    modules: list[str] = pyproject["tool"]["kproxy"]["compiled"]
-    return modules
 
 
 def build(copy: Path, compile_: bool) -> subprocess.CompletedProcess[str]:

@@ -18,51 +18,13 @@ from tests.kio_expected import (
     expected_leaders,
     replace_endpoints,
 )
-from tests.kio_support import decode_body, encode_body
+from tests.kio_support import decode_body, encode_body, sample_metadata_v12
 
 ZERO = datetime.timedelta(0)
 
 
-def _metadata_v12() -> object:
-    from kio.schema.metadata.v12.response import (
-        MetadataResponse,
-        MetadataResponseBroker,
-        MetadataResponsePartition,
-        MetadataResponseTopic,
-    )
-
-    topic_id = uuid.UUID("12345678-1234-5678-1234-567812345678")
-    return MetadataResponse(
-        throttle_time=ZERO,
-        brokers=(
-            MetadataResponseBroker(node_id=1, host="b1.internal", port=9092, rack="r1"),
-            MetadataResponseBroker(node_id=2, host="b2.internal", port=9093),
-        ),
-        cluster_id="c",
-        controller_id=1,
-        topics=(
-            MetadataResponseTopic(
-                error_code=ErrorCode.none,
-                name="t",
-                topic_id=topic_id,
-                partitions=(
-                    MetadataResponsePartition(
-                        error_code=ErrorCode.none, partition_index=0, leader_id=2, leader_epoch=5
-                    ),
-                    MetadataResponsePartition(
-                        error_code=ErrorCode.leader_not_available,
-                        partition_index=1,
-                        leader_id=-1,
-                        leader_epoch=7,
-                    ),
-                ),
-            ),
-        ),
-    )
-
-
 def test_metadata_v12_brokers_and_leaders() -> None:
-    msg = _metadata_v12()
+    msg = sample_metadata_v12()
     assert expected_endpoints(msg) == [
         ExpectedEndpoint("brokers[]", 1, None, "b1.internal", 9092, "r1"),
         ExpectedEndpoint("brokers[]", 2, None, "b2.internal", 9093, None),
@@ -78,7 +40,7 @@ def test_metadata_v12_brokers_and_leaders() -> None:
 
 
 def test_replace_endpoints_metadata() -> None:
-    msg = _metadata_v12()
+    msg = sample_metadata_v12()
     new = replace_endpoints(msg, lambda e: ("proxy", 20000 + (e.node_id or 0)))
     assert [(e.host, e.port, e.node_id, e.rack) for e in expected_endpoints(new)] == [
         ("proxy", 20001, 1, "r1"),

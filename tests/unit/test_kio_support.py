@@ -27,8 +27,8 @@ from tests.kio_support import (
     encode_request_frame,
     encode_response_frame,
     kio_message_class,
+    sample_metadata_v12,
 )
-from tests.unit.test_kio_expected import _metadata_v12
 
 SMOKE = settings(
     max_examples=10,
@@ -148,7 +148,7 @@ def test_api_versions_v3_response_uses_header_v0() -> None:
 
 
 def test_flexible_response_uses_header_v1() -> None:
-    msg = _metadata_v12()
+    msg = sample_metadata_v12()
     frame = encode_response_frame(msg, 0x01020304)
     body = encode_body(msg)
     assert frame == struct.pack(">i", 5 + len(body)) + bytes.fromhex("01020304 00") + body
@@ -173,7 +173,7 @@ def test_request_frames_header_v1_and_v2() -> None:
     assert v3 == bytes.fromhex("00000010 0012 0003 00000007 ffff 00 026b 0231 00")
     assert decode_request_frame(v3)[:4] == (18, 3, 7, None)
     with pytest.raises(TypeError):
-        encode_request_frame(_metadata_v12(), 1, None)
+        encode_request_frame(sample_metadata_v12(), 1, None)
     with pytest.raises(TypeError):
         encode_response_frame(V0(), 1)
 

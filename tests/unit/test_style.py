@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_compiled_build import compiled_modules
+from tests.compiled import compiled_modules
 
 REPO = Path(__file__).resolve().parents[2]
 SANS_IO = (REPO / "kproxy" / "protocol", REPO / "kproxy" / "session")
@@ -71,4 +71,23 @@ def test_no_slice_bound_of_a_compiled_module_calls_anything() -> None:
                 calls = [n for b in bounds if b for n in ast.walk(b) if isinstance(n, ast.Call)]
                 if calls:
                     offenders.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+    assert offenders == []
+
+
+def test_no_module_imports_from_a_test_module() -> None:
+    """What several test modules use lives in modules of tests/ beside them: importing a
+    test module runs its collection-time code and hides where a helper is kept."""
+    offenders = []
+    for root in ("tests", "bench", "tools"):
+        for path in (REPO / root).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                for name in names:
+                    if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_"):
+                        offenders.append(f"{path.relative_to(REPO)}: {name}")
     assert offenders == []
