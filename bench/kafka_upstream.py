@@ -61,9 +61,10 @@ class KafkaUpstream(Upstream):
                     "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,"
                     "HAPROXY:PLAINTEXT,FLOOR:PLAINTEXT"
                 ),
-                # Runs write hundreds of MB each; the harness deletes topics per round.
+                # Runs write hundreds of MB each and the harness drops each run's topic
+                # after it: its files go at once, and with them their dirty pages.
                 "log.retention.check.interval.ms": "10000",
-                "file.delete.delay.ms": "1000",
+                "log.segment.delete.delay.ms": "0",
             }
         )
 

@@ -93,3 +93,36 @@ def test_an_upstream_that_does_not_warm_up_runs_the_rounds_alone(
     calls, runs, up = _run(tmp_path, monkeypatch, False, "kafka-produce-1KiB")
     assert len(calls) == len(runs) == 3
     assert not any("warm-up" in topic for topic in up.created)
+
+
+class Proxy:
+    bootstrap = "127.0.0.1:2"
+    pid = None
+
+
+def test_on_apache_kafka_each_path_writes_to_a_broker_holding_no_earlier_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's topic is dropped before the next path's is created, not at the round's end."""
+    monkeypatch.setattr(bench.harness, "software_versions", dict)
+    up = Upstream(warms_up=False)
+    alive_at_create: list[list[str]] = []
+    create = up.create_topic
+
+    def create_topic(topic: str, partitions: int, side: str) -> None:
+        alive_at_create.append([t for t in up.created if t not in up.dropped])
+        create(topic, partitions, side)
+
+    up.create_topic = create_topic  # type: ignore[method-assign]
+    monkeypatch.setattr(bench.harness, "generate", lambda *args: {"messages": 10, "bytes": 10,
+                        "msg_per_s": 1.0, "mb_per_s": 1.0})  # fmt: skip
+    opts = Options(workloads=["kafka-produce-1KiB"], paths=["direct", "haproxy"], rounds=2,
+                   out_md=None, out_png=None, out_json=tmp_path / "results.json",
+                   workdir=tmp_path / "work")  # fmt: skip
+    harness = Harness(opts)
+    wl = next(w for w in workloads(quick=True) if w.name == "kafka-produce-1KiB")
+    harness.results["workloads"][wl.name] = {"runs": []}
+    harness.run_workload(wl, up, {"direct": None, "haproxy": Proxy()})  # type: ignore[arg-type]
+    assert len(up.created) == 4
+    assert alive_at_create == [[], [], [], []]
+    assert up.dropped == up.created
