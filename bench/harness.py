@@ -287,7 +287,6 @@ class Harness:
         persistent = up.name != "tansu"
         shared_topic = f"{wl.name}-data"
         for r in range(self.opts.rounds):
-            created: list[str] = []
             try:
                 if up.name == "tansu":
                     self._reset_broker(up, proxies)  # in-memory data does not pile up
@@ -339,9 +338,10 @@ class Harness:
                         self.done_runs += 1
                         continue
                 written = True
+                created: list[str] = []
                 record = self.run_one(wl, up, path, proxies.get(path), r, topic, created)
                 runs.append(record)
-                if persistent and created:
+                if persistent:
                     # Apache Kafka holds what a path wrote in the page cache, dirty, until
                     # it is written back: a path that wrote behind direct's gigabytes paid
                     # several microseconds a message more in the kernel's copy of its
@@ -349,7 +349,6 @@ class Harness:
                     # broker as empty as direct's was.
                     with contextlib.suppress(Exception):
                         up.drop_topics(created)
-                    created.clear()
                 self.done_runs += 1
                 primary = wl.metrics[0]
                 value = record.get("result", {}).get(primary.key) if record["ok"] else None
@@ -361,9 +360,6 @@ class Harness:
                 shown = f"{value:,.2f} {primary.unit}" if value is not None else record["error"]
                 self.log(f"{self.done_runs}/{self.total_runs} {wl.name} r{r} {path}: "
                          f"{shown}{ratio}")  # fmt: skip
-            if persistent:
-                with contextlib.suppress(Exception):
-                    up.drop_topics(created)
 
     def _warm_up(self, wl: Workload, up: Upstream, shared_topic: str) -> None:
         """One untimed run of ``wl`` on the direct path, before its first round (see

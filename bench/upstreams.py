@@ -220,7 +220,7 @@ class Upstream:
         raise NotImplementedError
 
     def drop_topics(self, topics: list[str]) -> None:
-        """Free what a round wrote (where restarting the broker is not the way)."""
+        """Free what a run wrote (where restarting the broker is not the way)."""
 
     # -- proxies -----------------------------------------------------------------------
     def start_proxy(self, path: str) -> ProxyProcess:
