@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -19,6 +20,8 @@ import yaml
 from tests.peers.net import LOOPBACK, free_ports, port_open, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
+# The line kproxy logs for every listener it opens (bootstrap and one per node).
+LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+) for (\S+)")
 
 
 def _limit_files(count: int) -> None:
@@ -133,6 +136,10 @@ class KproxyProcess:
         status, body = self.admin_get("/metrics")
         assert status == 200, body
         return body.decode()
+
+    def listener_ports(self) -> dict[str, int]:
+        """kproxy's listeners as it logged them: ``{"bootstrap": P, "node-1": P1, ...}``."""
+        return {name: int(port) for port, name in LISTENING.findall(self.log())}
 
     def reload_with(self, change: dict[str, dict[str, Any]]) -> None:
         """Each section of ``change`` merged into the config file, then SIGHUP: kproxy's

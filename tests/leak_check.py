@@ -26,15 +26,8 @@ class LogLines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def kproxy_ports(kp: KproxyProcess) -> dict[str, int]:
-    return {
-        name: int(port)
-        for port, name in re.findall(r"listening on 127\.0\.0\.1:(\d+) for (\S+)", kp.log())
-    }
-
-
 def assert_no_leak(logs: list[LogLines], kp: KproxyProcess) -> None:
-    ours = set(kproxy_ports(kp).values())
+    ours = set(kp.listener_ports().values())
     for log in logs:
         text = "\n".join(log.lines)
         assert ".invalid" not in text, "a broker's own address reached a client"

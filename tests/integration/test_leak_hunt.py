@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.kproxy_process import KproxyProcess
-from tests.leak_check import LogLines, assert_no_leak, kproxy_ports
+from tests.leak_check import LogLines, assert_no_leak
 from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import wait_until
 
@@ -211,7 +211,7 @@ def test_confluent_kafka_kip951_leader_churn_no_leak(
 
     # Nothing but kproxy's ports, no broker name, ever reached the clients.
     assert_no_leak([producer_log, consumer_log], kproxy)
-    ports = kproxy_ports(kproxy)
+    ports = kproxy.listener_ports()
     assert "node-4" in ports, kproxy.log()
     assert any(r.broker_id == 4 and r.api_key == 0 for r in requests), "broker 4 never produced to"
 
@@ -239,7 +239,7 @@ def _churn_with_python_client(
     assert sorted(consumed) == sorted(produced)
     assert churn.moves > 10
     # The client's own view of the cluster holds only kproxy addresses.
-    ours = set(kproxy_ports(kproxy).values())
+    ours = set(kproxy.listener_ports().values())
     assert brokers_seen and all(h == "127.0.0.1" and p in ours for h, p in brokers_seen), (
         brokers_seen,
         ours,

@@ -33,9 +33,6 @@ from tests.kproxy_process import KproxyProcess
 from tests.peers.net import LOOPBACK, wait_until
 from tests.scripted_broker import ScriptedBroker
 
-LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+) for (\S+)")
-
-
 NODE_AT = re.compile(r"node (-?\d+) is at (\S+) \(dialled as")
 
 
@@ -81,11 +78,6 @@ class RawClient:
         return Exchange(corr, raw, response)
 
 
-def listener_ports(kp: KproxyProcess) -> dict[str, int]:
-    """kproxy's listeners as it logged them: ``{"bootstrap": P, "node-1": P1, ...}``."""
-    return {name: int(port) for port, name in LISTENING.findall(kp.log())}
-
-
 def advertised_from_log(kp: KproxyProcess) -> dict[int, tuple[str, int]]:
     """The address kproxy last logged for each node (``node N is at H:P``)."""
     out: dict[int, tuple[str, int]] = {}
@@ -109,7 +101,7 @@ class Env:
         wanted = {f"node-{e.node_id}" for e in expected_endpoints(msg) if mappable(e.node_id)}
 
         def logged() -> dict[str, int] | None:
-            ports = listener_ports(self.kp)
+            ports = self.kp.listener_ports()
             return ports if wanted <= ports.keys() else None
 
         return wait_until(logged, 10, what=f"kproxy to log listeners for {sorted(wanted)}")
@@ -149,7 +141,7 @@ def proxied_cluster(tmp: Path) -> Iterator[Env]:
         with kp:
             # kproxy's own Metadata v1 (client id "kproxy") names nodes 1-3.
             wait_until(
-                lambda: {"node-1", "node-2", "node-3"} <= listener_ports(kp).keys(),
+                lambda: {"node-1", "node-2", "node-3"} <= kp.listener_ports().keys(),
                 30,
                 what="kproxy to open a listener for every scripted node",
             )

@@ -56,7 +56,6 @@ from tests.integration.kraft_share.proxied import (
     Env,
     RawClient,
     check_proxied,
-    listener_ports,
     mappable,
     proxied_cluster,
 )
@@ -97,7 +96,7 @@ def test_responses_carry_only_kproxy_addresses(shared_env: Env, api_key: int, ve
 def test_uint16_ports_and_tagged_endpoints_are_rewritten(env: Env) -> None:
     """Controller ports above 32767 (uint16), tagged NodeEndpoints and the int32
     UpdateRaftVoter port: what the client gets, field by field."""
-    ports = listener_ports(env.kp)
+    ports = env.kp.listener_ports()
     with RawClient(env.kp.bootstrap_port) as client:
         vote = env.call(client, sample_request(VOTE, 2)).response
         assert [(e.node_id, e.host, e.port) for e in vote.node_endpoints] == [
@@ -158,7 +157,7 @@ def test_rewritten_node_addresses_reach_the_right_node(env: Env) -> None:
 def test_request_endpoints_are_mapped_back(env: Env, api_key: int, version: int) -> None:
     """kproxy's own node addresses in LeaderEndpoints / Listeners become the node's
     cluster address; every other address and byte reaches the broker as sent."""
-    ports = listener_ports(env.kp)
+    ports = env.kp.listener_ports()
     nodes = env.broker.nodes
     sent_endpoints = [
         ("CONTROLLER", LOOPBACK, ports["node-1"]),

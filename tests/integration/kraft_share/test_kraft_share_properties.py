@@ -27,7 +27,6 @@ from tests.integration.kraft_share.proxied import (
     RawClient,
     advertised_from_log,
     check_proxied,
-    listener_ports,
     proxied_cluster,
 )
 from tests.kio_expected import ExpectedEndpoint, expected_endpoints, has_field, replace_endpoints
@@ -115,7 +114,7 @@ def test_random_requests_through_kproxy(
     listeners: the broker gets those mapped back (to the address kproxy last logged for
     the node), everything else as sent."""
     kp = request_env.kp
-    ports = listener_ports(kp)
+    ports = kp.listener_ports()
     own = [(LOOPBACK, ports[f"node-{n}"]) for n in (1, 2, 3)]
     cls = kio_message_class(api_key, version, "request")
     assert cls is not None
