@@ -58,7 +58,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="fail if a committed file differs")
     args = parser.parse_args()
     bad = 0
-    for name, data in sorted(build().items()):
+    files = build()
+    for name, data in sorted(files.items()):
         path = HERE / f"{name}.hex"
         text = hex_text(data)
         if args.check:
@@ -68,7 +69,7 @@ def main() -> int:
         else:
             path.write_text(text)
     if not args.check:
-        print(f"wrote {len(build())} files to {HERE}")
+        print(f"wrote {len(files)} files to {HERE}")
     return 1 if bad else 0
 
 
