@@ -175,10 +175,21 @@ def stored_batches(log: Path) -> int:
 
 
 def follow_status(p: Pipeline) -> dict[str, Any]:
+    """The follow job's status.json ({} before its first rebuild). The job replaces the
+    file whole, so a read never meets a half-written one."""
     path = p.follow_out / "status.json"
     if not path.is_file():
         return {}
-    with contextlib.suppress(json.JSONDecodeError):  # caught mid-rewrite
-        status: dict[str, Any] = json.loads(path.read_text())
-        return status
-    return {}
+    status: dict[str, Any] = json.loads(path.read_text())
+    return status
+
+
+def rebuild_finished(log: Path, status: dict[str, Any]) -> bool:
+    """Whether the rebuild that wrote `status` has logged its end. status.json is
+    written a moment before that line, so a signal sent in between meets a rebuild
+    still under way, which finishes and logs after the signal."""
+    figures = f"({status['batches']:,} batches, {status['events']:,} events, "
+    return any(
+        line.startswith("kproxy analyze --follow: tables rebuilt in ") and figures in line
+        for line in log.read_text(errors="replace").splitlines()
+    )

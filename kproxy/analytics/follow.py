@@ -40,7 +40,7 @@ from kproxy.analytics.kafka_input import (
     parse_kafka_input,
     record_lines,
 )
-from kproxy.analytics.output import join, report_dir
+from kproxy.analytics.output import join, replace_file, report_dir
 from kproxy.analytics.session import build_session
 from kproxy.events import format_ts
 
@@ -105,11 +105,11 @@ class Follower:
         status = self.status()
         spark = self.store.spark
         with report_dir(spark, self.out) as local:
-            (local / "status.json").write_text(
-                json.dumps({**status, "tables": heads}, default=str, indent=1), encoding="utf-8"
-            )
-            (local / "report.html").write_text(
-                render_follow_report(status, heads), encoding="utf-8"
+            # status.json last: once it shows a batch, the tables and the report do too.
+            replace_file(local / "report.html", render_follow_report(status, heads))
+            replace_file(
+                local / "status.json",
+                json.dumps({**status, "tables": heads}, default=str, indent=1),
             )
         # How long a rebuild takes tells an operator whether --report-every keeps up
         # with --trigger-seconds (a rebuild delays the next trigger).

@@ -8,6 +8,7 @@ FileSystem (hdfs://, s3a://, ...), so they land next to the tables either way.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from kproxy.analytics.session import hadoop_path
 
-__all__ = ["join", "report_dir"]
+__all__ = ["join", "replace_file", "report_dir"]
 
 
 def join(out: str, *names: str) -> str:
@@ -34,6 +35,15 @@ def local_dir(spark: SparkSession, out: str) -> Path | None:
     if str(fs.getScheme()) != "file":
         return None
     return Path(str(fs.makeQualified(path).toUri().getPath()))
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write `path` as a new file renamed over the old one, so a reader (a dashboard
+    polling status.json, a browser reloading report.html) sees the old file or the
+    new one, never a half-written one."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 
 @contextmanager

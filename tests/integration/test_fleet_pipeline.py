@@ -45,6 +45,7 @@ from tests.fleet_pipeline import (
     WHOLE_RUN_TABLES,
     Pipeline,
     follow_status,
+    rebuild_finished,
     rounded,
     sink_counts,
     sinks_caught_up,
@@ -220,6 +221,10 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
     producer.produce(EVENTS_TOPIC, json.dumps(late).encode(), b"late-topic-0")
     assert producer.flush(30) == 0
     wait_until(lambda: follow_status(p).get("late") == 1, 300, what="the late event counted")
+    follow_log = tmp_path / "follow.log"
+    wait_until(
+        lambda: rebuild_finished(follow_log, follow_status(p)), 30, what="that rebuild's end"
+    )
     late_rows = follow_status(p)["tables"]["late_events"]
     assert [(r["type"], r["events"]) for r in late_rows] == [("leader_change", 1)]
     topics = {r["topic"] for r in table(p.follow_out, "leader_changes_per_window")}
@@ -230,7 +235,7 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
     # one) it rebuilds nothing more.
     stop_process(p.follow)
     assert p.follow.returncode == 0
-    log = (tmp_path / "follow.log").read_text(errors="replace")
+    log = follow_log.read_text(errors="replace")
     before, stopping, after = log.partition("kproxy analyze --follow: signal 15, stopping")
     assert stopping and "tables rebuilt in" in before
     assert "tables rebuilt in" not in after

@@ -18,6 +18,7 @@ from kproxy.analytics.kafka_input import (
     packages_for,
     parse_kafka_input,
 )
+from kproxy.analytics.output import replace_file
 
 
 def test_kafka_inputs_parse() -> None:
@@ -70,6 +71,18 @@ def test_the_live_report_says_how_far_the_data_reaches() -> None:
     assert "2026-11-23T10:01:02.000000Z" in page and "data up to" in page
     assert "&lt;t&gt;" in page and "<t>" not in page
     assert "1,234" in page
+
+
+def test_the_live_files_are_replaced_whole(tmp_path: Path) -> None:
+    # A dashboard polling status.json may open it while a rebuild writes the next one:
+    # it must read the old file to its end, not a truncated or half-written one.
+    status = tmp_path / "status.json"
+    replace_file(status, '{"batches": 1}')
+    with status.open() as reading:
+        replace_file(status, '{"batches": 2, "events": 10}')
+        assert reading.read() == '{"batches": 1}'
+    assert status.read_text() == '{"batches": 2, "events": 10}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["status.json"]
 
 
 @pytest.mark.parametrize(
