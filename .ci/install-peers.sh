@@ -40,4 +40,4 @@ for tool in java mvn; do
     fi
 done
 
-python3 -m tests.peers.kafka_cluster fetch
+python3 -m tests.peers.kafka_cli fetch

@@ -1,7 +1,7 @@
 """A real Apache Kafka 4.x KRaft cluster on loopback, for kproxy's integration tests.
 
 Jars come from Maven Central into a cache directory (``tests/peers/kafka_install.py``);
-``python -m tests.peers.kafka_cluster fetch`` does only that (CI runs it from
+``python -m tests.peers.kafka_cli fetch`` does only that (CI runs it from
 ``.ci/install-peers.sh``). Each node (``tests/peers/kafka_node.py``) is a JVM started as
 ``java -cp 'LIB/*' kafka.Kafka server.properties``; topics, metadata and leadership are
 ``tests/peers/kafka_topics.py``'s.
@@ -40,16 +40,12 @@ temp dir removed on close unless ``keep_workdir=True`` or ``KPROXY_PEERS_KEEP=1`
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
-import json
 import os
 import shutil
 import signal
-import sys
 import tempfile
-import threading
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -397,52 +393,3 @@ class KafkaCluster(KafkaTopics):
             f"KafkaCluster(version={self.version}, nodes={len(self.nodes)}, "
             f"running={self.running_ids()}, internal={self.internal_bootstrap})"
         )
-
-
-# ---------------------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.peers.kafka_cluster",
-        description="Fetch Apache Kafka jars for kproxy's tests, or run a local cluster.",
-    )
-    parser.add_argument("--version", default=KAFKA_VERSION, help="Kafka version")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    fetch = sub.add_parser("fetch", help="download the jars into the cache (idempotent)")
-    fetch.add_argument("--force", action="store_true", help="download again")
-    sub.add_parser("lib", help="print the jar directory (fetching if needed)")
-    up = sub.add_parser("up", help="run a cluster in the foreground until Ctrl-C")
-    up.add_argument("--nodes", type=int, default=3)
-    args = parser.parse_args(argv)
-
-    if args.cmd in ("fetch", "lib"):
-        started = time.monotonic()
-        lib = ensure_kafka_jars(args.version, force=getattr(args, "force", False))
-        if args.cmd == "fetch":
-            jars = len(list(lib.glob("*.jar")))
-            print(f"Kafka {args.version}: {jars} jars in {lib} ({time.monotonic() - started:.1f}s)")
-        else:
-            print(lib)
-        return 0
-
-    started = time.monotonic()
-    with KafkaCluster(args.nodes, version=args.version, keep_workdir=True) as cluster:
-        print(f"Kafka {args.version} cluster ready in {time.monotonic() - started:.1f}s")
-        print(f"workdir:            {cluster.workdir}")
-        print(f"internal bootstrap: {cluster.internal_bootstrap}")
-        print(f"external bootstrap: {cluster.external_bootstrap}")
-        print(f"controllers:        {cluster.controller_bootstrap}")
-        print(f"dial_overrides:     {json.dumps(cluster.dial_overrides)}")
-        sys.stdout.flush()
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        with contextlib.suppress(KeyboardInterrupt):
-            stop.wait()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

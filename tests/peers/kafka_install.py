@@ -2,7 +2,7 @@
 Central (through ``tests/peers/kafka/pom.xml``) into a cache directory
 (:func:`ensure_kafka_jars`), and its JVMs started as ``java -cp 'LIB/*' MAIN_CLASS ...``
 (a node: :func:`kafka_server_argv`; a command-line tool: :func:`run_java_tool`).
-``python -m tests.peers.kafka_cluster fetch`` fetches the jars (CI runs it from
+``python -m tests.peers.kafka_cli fetch`` fetches the jars (CI runs it from
 ``.ci/install-peers.sh``)."""
 
 from __future__ import annotations
