@@ -13,8 +13,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from tests.kio_build import Sub, build
 from tests.kio_support import decode_request_frame, encode_response_frame, kio_message_class
-from tests.scripted_answers import Sub, build
 
 Brokers = list[tuple[int, str, int]]  # (node id, advertised host, port)
 

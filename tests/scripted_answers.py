@@ -1,22 +1,19 @@
 """What a :class:`~tests.scripted_broker.ScriptedBroker` answers by default, encoded by
 kio: ApiVersions, Metadata, FindCoordinator, DescribeCluster, the KRaft quorum RPCs
 (KIP-595, KIP-853) and the share-group RPCs (KIP-932), each built from the scripted
-cluster's nodes; and :func:`build`, which makes a kio message of any version from a
-superset of its fields' values."""
+cluster's nodes with :func:`tests.kio_build.build`."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import functools
-import types
-import typing
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from tests.kio_build import Sub, build
 from tests.kio_support import (
     API_VERSIONS_KEY,
     kio_message_class,
@@ -47,57 +44,6 @@ class ScriptedNode:
     @property
     def advertised(self) -> str:
         return f"{self.host}:{self.port}"
-
-
-# --------------------------------------------------------------------------- building
-
-
-def _strip_optional(tp: Any) -> Any:
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return tp
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def field_class(cls: type, name: str) -> type:
-    """The kio dataclass of a struct field or of an array field's items."""
-    tp = _strip_optional(_hints(cls)[name])
-    if typing.get_origin(tp) is tuple:
-        tp = _strip_optional(typing.get_args(tp)[0])
-    if not dataclasses.is_dataclass(tp):
-        raise TypeError(f"{cls.__qualname__}.{name} is not a struct or an array of structs")
-    return tp  # type: ignore[return-value]
-
-
-class Sub:
-    """A nested value built from the field's own kio class (it differs per version)."""
-
-    def __init__(self, make: Callable[[type], Any]) -> None:
-        self.make = make
-
-
-def build(cls: type, **values: Any) -> Any:
-    """An instance of a kio class from a superset of its fields' values.
-
-    Values for fields that this version does not have are ignored, so one call serves
-    every version of a message; a :class:`Sub` value is called with the field's class.
-    Fields with a default may be left out; a missing required field raises TypeError.
-    """
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in values:
-            continue
-        value = values[f.name]
-        if isinstance(value, Sub):
-            value = value.make(field_class(cls, f.name))
-        kwargs[f.name] = value
-    return cls(**kwargs)
 
 
 def _many(make_one: Callable[[type, Any], Any], items: Any) -> Sub:

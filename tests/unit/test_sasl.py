@@ -23,9 +23,9 @@ from kproxy.protocol.sasl_messages import (
     sasl_handshake_v1_request,
 )
 from kproxy.sasl import SaslFailed, SaslSession
+from tests.kio_build import build
 from tests.kio_support import decode_request_frame, encode_response_frame, kio_message_class
 from tests.metadata_broker import api_versions_answer
-from tests.scripted_answers import build
 
 
 def test_requests_read_back_with_kio() -> None:

@@ -11,8 +11,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 
+from tests.kio_build import Sub, build
 from tests.kio_support import kio_message_class
-from tests.scripted_answers import METADATA_TOPIC, Sub, build
+from tests.scripted_answers import METADATA_TOPIC
 
 CLIENT_ID = "kraft-share-test"
 

@@ -59,10 +59,11 @@ from tests.integration.kraft_share.proxied import (
     mappable,
     proxied_cluster,
 )
+from tests.kio_build import Sub, build, field_class
 from tests.kio_expected import expected_endpoints, replace_endpoints
 from tests.kio_support import kio_message_class, kio_versions
 from tests.peers.net import LOOPBACK
-from tests.scripted_answers import CLIENT_LISTENER, CONTROLLER_LISTENER, Sub, build, field_class
+from tests.scripted_answers import CLIENT_LISTENER, CONTROLLER_LISTENER
 
 
 @pytest.fixture(scope="module")

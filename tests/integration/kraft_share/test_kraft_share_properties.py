@@ -29,11 +29,11 @@ from tests.integration.kraft_share.proxied import (
     check_proxied,
     proxied_cluster,
 )
+from tests.kio_build import field_class
 from tests.kio_expected import ExpectedEndpoint, expected_endpoints, has_field, replace_endpoints
 from tests.kio_strategies import message_strategy
 from tests.kio_support import kio_message_class
 from tests.peers.net import LOOPBACK
-from tests.scripted_answers import field_class
 
 
 @pytest.fixture(scope="module")
