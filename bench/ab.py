@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.report import per_message, rounds_of, series
+from bench.results_file import per_message, rounds_of, series
 from bench.stats import ratio_summary, summarize
 from bench.steal import run_steal
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.report import paths_in, workload_summary
+from bench.results_file import paths_in, workload_summary
 
 # The reference lines: the throughput and p99 targets (bench/targets.py).
 THROUGHPUT_LINE = 0.95

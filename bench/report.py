@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.stats import ORDER, ratio_summary, summarize
+from bench.results_file import path_status, rounds_of, series, workload_summary
+from bench.stats import ORDER, summarize
 from bench.steal import run_steal
 
 #: The path the targets are judged on (kproxy's default event loop).
@@ -104,89 +105,6 @@ def _paired_words(meta: dict[str, Any]) -> list[str]:
         "machine falls on every path alike (`bench/paired.py`); the other workloads ran "
         "one path after another.",
     ]
-
-
-def rounds_of(results: dict[str, Any]) -> int:
-    return int(results.get("meta", {}).get("rounds", 1))
-
-
-def series(
-    runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int, section: str = "result"
-) -> list[float | None]:
-    """Per-round values of ``record[section][key]`` for ``path`` (None where the run
-    failed or did not report it)."""
-    out: list[float | None] = [None] * rounds
-    for run in runs:
-        if run.get("path") != path or not run.get("ok"):
-            continue
-        r = int(run.get("round", 0))
-        if 0 <= r < rounds:
-            value = (run.get(section) or {}).get(key)
-            out[r] = float(value) if value is not None else None
-    return out
-
-
-def per_message(
-    runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int
-) -> list[float | None]:
-    """Per round: a proxy's CPU seconds (``key`` of its /proc figures) over the messages
-    the workload moved."""
-    cpu = series(runs, path, key, rounds, "proxy")
-    messages = series(runs, path, "messages", rounds)
-    return [c / m if c is not None and m else None for c, m in zip(cpu, messages, strict=True)]
-
-
-def paths_in(results: dict[str, Any]) -> list[str]:
-    return list(results.get("paths", {}))
-
-
-def run_errors(runs: Sequence[dict[str, Any]], path: str) -> list[str]:
-    """Distinct errors of the failed, not skipped, runs of ``path``."""
-    seen: list[str] = []
-    for run in runs:
-        if run.get("path") == path and not run.get("ok") and not run.get("skipped"):
-            err = str(run.get("error", "failed"))
-            if err not in seen:
-                seen.append(err)
-    return seen
-
-
-def workload_summary(results: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
-    """``{path: {metric key: {"value": summary, "ratio": summary vs direct}}}`` plus the
-    proxy resource figures under ``proxy:<key>`` and ``kproxy:<key>``."""
-    wl = results["workloads"][name]
-    rounds = rounds_of(results)
-    runs = wl.get("runs", [])
-    out: dict[str, dict[str, Any]] = {}
-    for path in paths_in(results):
-        cells: dict[str, Any] = {}
-        for metric in wl.get("metrics", []):
-            key = metric["key"]
-            values = series(runs, path, key, rounds)
-            direct = series(runs, "direct", key, rounds)
-            cells[key] = {"value": summarize(values), "ratio": ratio_summary(values, direct)}
-        for section, keys in (
-            ("proxy", ("cpu_seconds", "cpu_s_per_gb_payload", "peak_rss_mb", "rss_mb")),
-            ("kproxy", ("cpu_s_per_gb_wire", "cpu_s_per_100k_requests", "requests")),
-            ("broker", ("cpu_us_per_message",)),
-        ):
-            for key in keys:
-                cells[f"{section}:{key}"] = summarize(series(runs, path, key, rounds, section))
-        cells["errors"] = run_errors(runs, path)
-        out[path] = cells
-    return out
-
-
-def path_status(results: dict[str, Any], path: str, upstream: str | None = None) -> str:
-    """``ok`` or why the path did not run (on ``upstream``, or on the first upstream
-    where it did not)."""
-    statuses: dict[str, str] = results.get("paths", {}).get(path, {}).get("status", {})
-    if upstream is not None:
-        return statuses.get(upstream, "ok")
-    for status in statuses.values():
-        if status != "ok":
-            return status
-    return "ok"
 
 
 # ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench.report import per_message, rounds_of, series
+from bench.results_file import per_message, rounds_of, series
 from bench.stats import median, round_ratios
 from bench.targets import KPROXY_PATHS, judged_as
 

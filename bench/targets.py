@@ -21,7 +21,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from bench.report import Verdict, fmt_ratio, fmt_summary, rounds_of, series
+from bench.report import Verdict, fmt_ratio, fmt_summary
+from bench.results_file import rounds_of, series
 from bench.stats import ratio_summary, summarize
 
 KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled")
