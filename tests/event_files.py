@@ -1,13 +1,10 @@
-"""kproxy's event log files as a test reads them (names, timestamps, lines) and a
-clock the test moves.
-"""
+"""kproxy's event log files as a test reads them (names, timestamps, lines)."""
 
 from __future__ import annotations
 
 import datetime
 import json
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +16,6 @@ T0 = 1_795_000_000.25  # 2026-11-18T11:06:40.25Z
 
 def stamp(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y%m%dT%H%M%S")
-
-
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-        self.lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self.lock:
-            return self.now
-
-    def advance(self, seconds: float) -> None:
-        with self.lock:
-            self.now += seconds
 
 
 def read_lines(directory: Path) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import uuid
 
 from kproxy.leadership import LeadershipFacts, LeaderTable
 from kproxy.protocol.walker import LeaderObservation
+from tests.clock import Clock
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 OFFSET_FOR_LEADER_EPOCH, DESCRIBE_TOPIC_PARTITIONS, SHARE_FETCH, SHARE_ACK = 23, 75, 78, 79
@@ -15,16 +16,8 @@ TID = uuid.UUID("1b2a7c52-0a1e-4c1b-9d6f-5b0e6c1f3a77").bytes
 TID2 = uuid.UUID("00000000-0000-4000-8000-000000000002").bytes
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def table(**kwargs: object) -> tuple[LeaderTable, Clock]:
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     return LeaderTable(wall_clock=clock, monotonic=clock, **kwargs), clock  # type: ignore[arg-type]
 
 

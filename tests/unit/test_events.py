@@ -13,12 +13,13 @@ import pytest
 
 from kproxy.event_file import file_name
 from kproxy.events import COMMON_FIELDS, SCHEMA_VERSION, EventLog, format_ts, instance_id, safe_name
-from tests.event_files import NAME_RE, T0, TS_RE, Clock, read_lines, stamp
+from tests.clock import Clock
+from tests.event_files import NAME_RE, T0, TS_RE, read_lines, stamp
 from tests.peers.net import wait_until
 
 
 def test_lines_carry_schema_type_ts_and_proxy(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = Clock(T0)
     log = EventLog(tmp_path, instance="host-1", clock=clock)
     assert log.emit("connection", {"action": "open", "listener": "bootstrap", "cause": None})
     clock.advance(1.5)
@@ -81,7 +82,7 @@ def test_a_line_larger_than_a_file_goes_alone_into_its_own(tmp_path: Path) -> No
 
 
 def test_rotation_by_time_and_idle_files_are_closed(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = Clock(T0)
     log = EventLog(tmp_path, instance="p", rotate_seconds=60, clock=clock)
     log.emit("a", {"n": 1})
     assert log.flush()
