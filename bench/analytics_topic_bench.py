@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -43,13 +42,13 @@ from bench.analytics_bench import (
     parse_size,
     size_label,
 )
+from tests.analyze_command import SPARK_ENV
 from tests.peers.kafka_cluster import KafkaCluster
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_JSON = REPO / "bench" / "analytics_topic_results.json"
 MARKER = "<!-- analytics_topic_bench -->"
 TOPIC = "kproxy-events"
-ENV = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
 
 
 def load_topic(kafka: KafkaCluster, data: Path) -> float:
@@ -78,7 +77,7 @@ def follow_rate(uri: str, work: Path, events: int) -> dict[str, Any]:
     status = out / "status.json"
     with open(work / "follow.log", "wb") as log:
         started = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=ENV, cwd=REPO)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=SPARK_ENV, cwd=REPO)
         first: float | None = None
         lines = 0
         try:
@@ -118,7 +117,7 @@ def run_size(events: int, data_root: Path) -> dict[str, Any]:
         out = work / "analysis"
         print(f"analytics_topic_bench {label}: batch (load {load_before})", flush=True)
         argv = [sys.executable, "-m", "kproxy", "analyze", uri, "--out", str(out)]
-        batch = measured([*argv, "--master", "local[2]"], work / "analyze.log", ENV)
+        batch = measured([*argv, "--master", "local[2]"], work / "analyze.log", SPARK_ENV)
         if batch["exit_code"] != 0:
             raise SystemExit(f"kproxy analyze failed, see {work / 'analyze.log'}")
         summary = json.loads((out / "summary.json").read_text())
