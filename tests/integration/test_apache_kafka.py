@@ -170,24 +170,28 @@ def test_java_and_confluent_clients_through_real_leader_changes(
         }
     )
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-    ours_seen: list[int] = []
-    perf_count = 0
+    # Records are counted by where they are in the log: a consumer handed an offset it
+    # had read already shows no record written twice; one message at two offsets does,
+    # and the failure says where both are.
+    at: dict[tuple[int, int], bytes] = {}
     total_expected = PERF_RECORDS + len(acked)
     idle = 0
-    while perf_count + len(ours_seen) < total_expected and idle < 60:
+    while len(at) < total_expected and idle < 60:
         batch = consumer.consume(10_000, 1.0)
         idle = idle + 1 if not batch else 0
         for m in batch:
             assert m.error() is None, m.error()
-            value = m.value()
-            if value.startswith(b"c-"):
-                ours_seen.append(int(value[2:]))
-            else:
-                perf_count += 1
+            where, value = (m.partition(), m.offset()), m.value()
+            assert at.setdefault(where, value) == value, f"offset {where} read as two records"
     consumer.close()
-    assert len(ours_seen) == len(set(ours_seen)), "a message was written twice"
-    assert set(acked) <= set(ours_seen), f"{len(set(acked) - set(ours_seen))} acked lost"
-    assert perf_count >= PERF_RECORDS
+    ours: dict[int, list[tuple[int, int]]] = {}
+    for where, value in at.items():
+        if value.startswith(b"c-"):
+            ours.setdefault(int(value[2:]), []).append(where)
+    twice = {i: w for i, w in ours.items() if len(w) > 1}
+    assert not twice, f"written twice (message: [(partition, offset)...]): {twice}"
+    assert set(acked) <= set(ours), f"{len(set(acked) - set(ours))} acked lost"
+    assert len(at) - len(ours) >= PERF_RECORDS
     assert_no_leak([producer_log, consumer_log], kproxy)
 
     # The Java consumer reads through kproxy as well.
