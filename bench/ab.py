@@ -15,6 +15,7 @@ rounds with its min-max spread.
     python -m bench ab produce-1KiB
     python -m bench ab latency --baseline HEAD --compile-baseline   # mypyc vs pure Python
     python -m bench ab connections --baseline HEAD~1 --standard-loop
+    python -m bench ab latency --baseline HEAD --baseline-set events.enabled=false --paired
 """
 
 from __future__ import annotations
@@ -30,12 +31,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.results_file import per_message, rounds_of, series
-from bench.stats import ratio_summary, summarize
+import yaml
+
+from bench.ab_tables import (
+    object_lines,
+    paired_lines,
+    stability_lines,
+    summary_lines,
+    syscall_lines,
+)
 from bench.steal import run_steal
 
 REPO = Path(__file__).resolve().parents[1]
-KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base")
 PAIRED_HELP = (
     "every round of a latency, consume or produce workload, the paths take "
     "TURNS turns each in one client process, the order rotated every turn (bench.paired; "
@@ -98,6 +105,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "code on two Pythons)",
     )
     p.add_argument(
+        "--baseline-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run the --baseline revision's kproxy with this setting changed (a dotted key, "
+        "a YAML value; repeatable): --baseline HEAD --baseline-set events.enabled=false "
+        "A/Bs what a setting costs on the same code",
+    )
+    p.add_argument(
         "--compile-baseline",
         action="store_true",
         help="build the baseline checkout with mypyc (KPROXY_COMPILE=1, setup.py): "
@@ -151,136 +167,16 @@ def compiled_copy(into: Path, source: Path = REPO) -> Path:
     return into
 
 
-def _span(s: dict[str, Any], fmt: str) -> str:
-    if s["median"] is None:
-        return "-"
-    return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
-
-
-def _aligned(rows: list[list[str]]) -> list[str]:
-    """Rows as lines of left-aligned columns."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
-
-
-def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
-    """One row per path: the workload's figures as medians [min-max] over the rounds,
-    the ratio to direct taken per round, and kproxy's CPU per request and per GB."""
-    wl = results["workloads"][workload]
-    runs, rounds = wl.get("runs", []), rounds_of(results)
-    metrics = wl["metrics"]
-    primary = metrics[0]["key"]
-    header = ["path", *(f"{m['label']} ({m['unit']})" for m in metrics), "ratio to direct",
-              "CPU us/message", "user us/message", "CPU us/request", "CPU s/GB",
-              "broker CPU us/message"]  # fmt: skip
-    rows = [header]
-    direct = series(runs, "direct", primary, rounds)
-    for path in results["paths"]:
-        row = [path]
-        row += [_span(summarize(series(runs, path, m["key"], rounds)), ",.2f") for m in metrics]
-        ratio = ratio_summary(series(runs, path, primary, rounds), direct)
-        row.append("-" if path == "direct" else _span(ratio, ".2f"))
-        # Any proxy's CPU (haproxy's too) over the messages the workload moved, and of it
-        # user space: the proxy's own code (the rest is the kernel's, its syscalls).
-        for key in ("cpu_seconds", "cpu_user_seconds"):
-            seconds = per_message(runs, path, key, rounds)
-            micros = [None if v is None else v * 1e6 for v in seconds]
-            row.append("-" if path == "direct" else _span(summarize(micros), ".1f"))
-        per_100k = summarize(series(runs, path, "cpu_s_per_100k_requests", rounds, "kproxy"))
-        us = {k: (v * 10 if isinstance(v, float) else v) for k, v in per_100k.items()}
-        row.append(_span(us, ".1f") if path in KPROXY_PATHS else "-")
-        per_gb = summarize(series(runs, path, "cpu_s_per_gb_wire", rounds, "kproxy"))
-        row.append(_span(per_gb, ".3f") if path in KPROXY_PATHS else "-")
-        # What the broker behind the path spent per message in the same run (none for
-        # the mock cluster): a round slowed by the broker shows here as well.
-        broker = summarize(series(runs, path, "cpu_us_per_message", rounds, "broker"))
-        row.append(_span(broker, ".2f"))
-        rows.append(row)
-    return _aligned(rows)
-
-
-def stability_lines(results: dict[str, Any]) -> list[str]:
-    """How far each proxy's farthest round strayed from its median ratio to direct
-    (`bench.stability`), for a workload the targets judge: none for another."""
-    from bench.stability import HEADER, stability_rows
-
-    rows = stability_rows(results)
-    return _aligned([list(HEADER), *rows]) if rows else []
-
-
-def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
-    """A run with ``--syscalls``: each proxy's syscalls per message moved, by syscall
-    (median over the rounds; those below 0.01 per message on every path left out)."""
-    return _by_name_lines(results, workload, "syscalls_by_name", "syscalls per message",
-                          1.0, 0.01, ".3f")  # fmt: skip
-
-
-def object_lines(results: dict[str, Any], workload: str) -> list[str]:
-    """A run with ``--native-profile``: each proxy's CPU microseconds per message moved,
-    by the object they went to (median over the rounds; below 0.1 us everywhere left
-    out)."""
-    return _by_name_lines(results, workload, "cpu_seconds_by_object", "CPU us per message",
-                          1e6, 0.1, ".1f")  # fmt: skip
-
-
-def _by_name_lines(
-    results: dict[str, Any],
-    workload: str,
-    key: str,
-    title: str,
-    scale: float,
-    least: float,
-    spec: str,
-) -> list[str]:
-    """A table of a proxy figure kept by name (``key`` of a run's ``proxy`` record), per
-    message moved times ``scale``: one row per name, the largest first, one column per
-    path; names below ``least`` on every path left out."""
-    wl = results["workloads"][workload]
-    runs, rounds = wl.get("runs", []), rounds_of(results)
-    table: dict[str, dict[str, float]] = {}
-    for path in results["paths"]:
-        messages = series(runs, path, "messages", rounds)
-        per_round: dict[str, list[float | None]] = {}
-        for run in runs:
-            by_name = (run.get("proxy") or {}).get(key)
-            if run.get("path") != path or not run.get("ok") or not by_name:
-                continue
-            moved = messages[int(run.get("round", 0))]
-            for name, value in by_name.items():
-                per_round.setdefault(name, []).append(value * scale / moved if moved else None)
-        for name, values in per_round.items():
-            median = summarize(values)["median"]
-            if median is not None:
-                table.setdefault(name, {})[path] = median
-    paths = [p for p in results["paths"] if any(p in row for row in table.values())]
-    names = sorted((n for n, row in table.items() if max(row.values()) >= least),
-                   key=lambda n: -max(table[n].values()))  # fmt: skip
-    rows = [[title, *paths]]
-    rows += [[n, *(format(table[n].get(p, 0.0), spec) for p in paths)] for n in names]
-    return _aligned(rows)
-
-
-def paired_lines(results: dict[str, Any], workload: str, path: str, base: str) -> list[str]:
-    """``path`` against ``base`` round by round: the ratio of the workload's figure and of
-    the CPU per message in each round, and in how many rounds ``path`` used less CPU.
-    Rounds share the machine's weather, so these ratios hold far stiller than either
-    side's own spread; a same-code run shows how still (bench/README.md)."""
-    wl = results["workloads"][workload]
-    runs, rounds = wl.get("runs", []), rounds_of(results)
-    primary = wl["metrics"][0]
-
-    figure = ratio_summary(series(runs, path, primary["key"], rounds),
-                           series(runs, base, primary["key"], rounds))  # fmt: skip
-    ours = per_message(runs, path, "cpu_seconds", rounds)
-    theirs = per_message(runs, base, "cpu_seconds", rounds)
-    cpu = ratio_summary(ours, theirs)
-    paired = [(a, b) for a, b in zip(ours, theirs, strict=True) if a is not None and b is not None]
-    lower = sum(1 for a, b in paired if a < b)
-    return [
-        f"{path} against {base}, round by round:",
-        f"  {primary['label']}: {_span(figure, '.3f')}",
-        f"  CPU per message: {_span(cpu, '.3f')}, less in {lower} of {len(paired)} rounds",
-    ]
+def setting_changes(pairs: list[str]) -> dict[str, Any]:
+    """``--baseline-set`` as dotted key: value, each value read as YAML (as kproxy's
+    configuration file would read it)."""
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not all(key.split(".")):
+            raise SystemExit(f"--baseline-set {pair!r}: not KEY=VALUE with a dotted KEY")
+        changes[key] = yaml.safe_load(text)
+    return changes
 
 
 def ab_paths(args: argparse.Namespace) -> tuple[list[str], str]:
@@ -312,6 +208,9 @@ def main_ab(args: argparse.Namespace) -> int:
     if args.baseline_python != sys.executable and (not args.baseline or args.compile_baseline):
         # The build is made by, and for, the interpreter running the harness.
         raise SystemExit("--baseline-python needs --baseline REV, and no --compile-baseline")
+    settings = setting_changes(args.baseline_set)
+    if settings and not args.baseline:
+        raise SystemExit("--baseline-set needs --baseline REV (HEAD: the same code)")
     if shutil.which(args.baseline_python) is None:
         raise SystemExit(f"--baseline-python {args.baseline_python}: no such interpreter")
     paired = ""
@@ -342,6 +241,7 @@ def main_ab(args: argparse.Namespace) -> int:
             baseline_source=baseline,
             baseline_loop=loop,
             baseline_python=args.baseline_python,
+            baseline_settings=settings,
             fresh_kproxy=not args.same_processes,
         )
         if args.paired:
@@ -353,6 +253,8 @@ def main_ab(args: argparse.Namespace) -> int:
     against = f", baseline {args.baseline}" if args.baseline else ""
     if args.baseline and args.baseline_python != sys.executable:
         against += f" on {args.baseline_python}"
+    if settings:
+        against += " with " + ", ".join(args.baseline_set)
     paired = ""
     if args.paired:
         turns = (

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,11 +31,9 @@ from bench.generate import generate, one_line
 from bench.kafka_upstream import KafkaUpstream
 from bench.machine import machine_info, raise_fd_limit, software_versions
 from bench.mock_upstream import MockUpstream
+from bench.one_run import CONSUMING, measure_run
 from bench.peers import BENCH, Unavailable
-from bench.proxy_meter import BrokerMeter, ProxyMeter
-from bench.recorders import RunRecorders
 from bench.stats import ORDER, round_order
-from bench.steal import StealMeter
 from bench.tansu_upstream import TansuUpstream
 from bench.upstreams import (
     ALL_PATHS,
@@ -52,8 +49,6 @@ from bench.upstreams import (
 # Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
 RESTARTED_WITH_BROKER = ("tansu-proxy",)
 
-# Workload kinds that read a topic filled before the round (the others write their own).
-CONSUMING = ("consume", "perf-consume")
 # Workload kinds that write to the broker what the next path would find there.
 WRITING = ("produce", "connections")
 
@@ -67,6 +62,8 @@ class Options:
     baseline_source: Path | None = None  # bench ab --baseline: that revision's checkout
     baseline_loop: str = "uvloop"  # the loop kproxy-base runs on (bench ab --standard-loop)
     baseline_python: str = sys.executable  # and its interpreter (bench ab --baseline-python)
+    # Settings kproxy-base runs with changed (bench ab --baseline-set), dotted key: value.
+    baseline_settings: dict[str, Any] = field(default_factory=dict)
     scale: float = 1.0
     out_json: Path = BENCH / "results.json"
     out_md: Path | None = BENCH / "RESULTS.md"
@@ -174,6 +171,7 @@ class Harness:
         up.baseline_source = self.opts.baseline_source
         up.baseline_loop = self.opts.baseline_loop
         up.baseline_python = self.opts.baseline_python
+        up.baseline_settings = self.opts.baseline_settings
         up.compiled_source = self.compiled_source
         up.want_floor = "python-floor" in self.paths
         return up
@@ -339,7 +337,7 @@ class Harness:
                         continue
                 written = True
                 created: list[str] = []
-                record = self.run_one(wl, up, path, proxies.get(path), r, topic, created)
+                record = measure_run(self.opts, wl, up, path, proxies.get(path), r, topic, created)
                 runs.append(record)
                 if persistent:
                     # Apache Kafka holds what a path wrote in the page cache, dirty, until
@@ -376,67 +374,3 @@ class Harness:
             if not consuming:
                 up.drop_topics([topic])
         self.log(f"{wl.name}: warm-up run on direct, untimed ({time.monotonic() - t0:.1f} s)")
-
-    def run_one(
-        self,
-        wl: Workload,
-        up: Upstream,
-        path: str,
-        proxy: Any,
-        r: int,
-        topic: str,
-        created: list[str],
-    ) -> dict[str, Any]:
-        record: dict[str, Any] = {"round": r, "path": path, "ok": False}
-        side = up.side(path)
-        bootstrap = up.direct_bootstrap() if path == "direct" else proxy.bootstrap
-        pid: int | None = proxy.pid if proxy is not None else None
-        t0 = time.monotonic()
-        recorders: RunRecorders | None = None
-        try:
-            if pid is not None and not os.path.exists(f"/proc/{pid}"):
-                raise RuntimeError(f"{path} is no longer running")
-            if wl.kind not in CONSUMING:
-                partitions = int(wl.params.get("partitions", 1))
-                up.create_topic(topic, partitions, side)
-                created.append(topic)
-            meter = ProxyMeter(proxy)
-            recorders = RunRecorders(
-                pid,
-                f"{wl.name}-{path}-r{r}.txt",
-                profile_dir=self.opts.profile_dir,
-                syscalls_dir=self.opts.syscalls_dir,
-                native_profile_dir=self.opts.native_profile_dir,
-                is_kproxy=meter.kproxy is not None,
-            )
-            steal, broker = StealMeter(), BrokerMeter(up.broker_pid(side))
-            result = generate(wl, up, side, bootstrap, topic, pid, self.opts.run_timeout)
-            record["steal"] = steal.share()
-            broker_rec = broker.record(result.get("messages"))
-            if broker_rec is not None:
-                record["broker"] = broker_rec
-            recorders.stop()
-            proxy_rec, kproxy_rec = meter.records(float(result.get("bytes") or 0))
-            if proxy_rec is not None:
-                recorders.annotate(proxy_rec)
-                record["proxy"] = proxy_rec
-                if wl.kind == "connections":
-                    rss0 = meter.rss0_kb / 1024
-                    result["rss_idle_mb"] = round(result.pop("_rss_idle_kb") / 1024, 1)
-                    result["rss_delta_mb"] = round(result["rss_idle_mb"] - rss0, 1)
-                    result["rss_before_mb"] = round(rss0, 1)
-            else:
-                result.pop("_rss_idle_kb", None)
-            if kproxy_rec is not None:
-                record["kproxy"] = kproxy_rec
-            record["result"] = result
-            record["ok"] = True
-        except Exception as exc:
-            record["error"] = one_line(exc)
-            if os.environ.get("KPROXY_BENCH_DEBUG"):
-                traceback.print_exc()
-        finally:
-            if recorders is not None:
-                recorders.stop()
-        record["wall_seconds"] = round(time.monotonic() - t0, 2)
-        return record

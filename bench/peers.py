@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,7 @@ class KproxyPeer(LoopbackPeer):
         log_level: str = "WARNING",
         source: Path = REPO,
         python: str = sys.executable,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.loop = loop
@@ -138,6 +140,13 @@ class KproxyPeer(LoopbackPeer):
             "log": {"level": log_level},
             "runtime": {"event_loop": loop},
         }
+        # bench ab --baseline-set: one setting changed, to A/B what it costs.
+        for dotted, value in (settings or {}).items():
+            *sections, key = dotted.split(".")
+            where = self.config
+            for section in sections:
+                where = where.setdefault(section, {})
+            where[key] = value
         self.process: PeerProcess | None = None
 
     def start(self) -> KproxyPeer:

@@ -142,6 +142,8 @@ class Upstream:
         self.baseline_loop = "uvloop"
         #: The Python interpreter the kproxy-base path runs on.
         self.baseline_python = sys.executable
+        #: Settings the kproxy-base path runs with changed (dotted key: value).
+        self.baseline_settings: dict[str, Any] = {}
         #: This checkout's mypyc build (bench.ab.compiled_copy), for kproxy-compiled.
         self.compiled_source: Path | None = None
         #: Proxy paths given a broker of their own (set before start(); Tansu only):
@@ -246,6 +248,7 @@ class Upstream:
                     wd,
                     source=self.baseline_source,
                     python=self.baseline_python,
+                    settings=self.baseline_settings,
                 ).start()
             if path == "kproxy-compiled":
                 if self.compiled_source is None:

@@ -1,7 +1,8 @@
 """`python -m bench ab`'s summary: medians and spreads per path, the ratio to direct
 taken round by round, any proxy's CPU (and of it user space) per message, and kproxy's
 CPU per request in microseconds; and the loop the tree's and the baseline's kproxy run on
-(`--standard-loop`), and the interpreter the baseline's runs on (`--baseline-python`)."""
+(`--standard-loop`), and the interpreter the baseline's runs on (`--baseline-python`) and
+the settings it runs with (`--baseline-set`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Any
 
 import pytest
 
+import bench.peers
 import bench.upstreams
-from bench.ab import ab_paths, add_arguments, main_ab, summary_lines
+from bench.ab import ab_paths, add_arguments, main_ab, setting_changes
+from bench.ab_tables import paired_lines, summary_lines
 from bench.upstreams import Upstream
 
 
@@ -72,8 +75,6 @@ def test_summary_takes_ratios_per_round_and_cpu_per_request_in_microseconds() ->
 
 
 def test_a_baseline_is_compared_round_by_round() -> None:
-    from bench.ab import paired_lines
-
     # Round 1 is slow for both builds: their ratio holds still while each one's own
     # figures double.
     results = {
@@ -198,4 +199,61 @@ def test_an_interpreter_that_is_not_there_is_refused_before_anything_starts(
     args = ["latency", "--out", str(tmp_path), "--baseline", "HEAD", "--baseline-python", missing]
     refusal = re.escape(f"--baseline-python {missing}: no such interpreter")
     with pytest.raises(SystemExit, match=refusal):
+        main_ab(parser.parse_args(args))
+
+
+def test_the_baseline_alone_runs_with_the_settings_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--baseline HEAD --baseline-set events.enabled=false`: what one setting costs, on
+    the same code; the tree's kproxy keeps the defaults users run."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    changed = ["events.enabled=false", "events.request_sample_rate=0.5", "log.level=INFO"]
+    flags = [flag for pair in changed for flag in ("--baseline-set", pair)]
+    args = parser.parse_args(["latency", "--baseline", "HEAD", *flags])
+    changes = setting_changes(args.baseline_set)
+    assert changes == {
+        "events.enabled": False,
+        "events.request_sample_rate": 0.5,
+        "log.level": "INFO",
+    }
+
+    configs: dict[str, dict[str, Any]] = {}
+
+    class ConfiguredPeer(bench.peers.KproxyPeer):
+        def start(self) -> ConfiguredPeer:
+            configs[self.name] = self.config
+            return self
+
+    monkeypatch.setattr(bench.upstreams, "KproxyPeer", ConfiguredPeer)
+    upstream = _OneBroker(tmp_path)
+    upstream.baseline_source = tmp_path
+    upstream.baseline_settings = changes  # what the harness sets from Options
+    for path in ("kproxy-uvloop", "kproxy-base"):
+        upstream.start_proxy(path)
+    tree, base = configs["kproxy-uvloop"], configs["kproxy-base"]
+    assert tree["events"] == {"enabled": True, "dir": str(tmp_path / "kproxy-uvloop" / "events")}
+    assert base["events"] == {
+        "enabled": False,
+        "dir": str(tmp_path / "kproxy-base" / "events"),
+        "request_sample_rate": 0.5,
+    }
+    assert (tree["log"], base["log"]) == ({"level": "WARNING"}, {"level": "INFO"})
+    assert {k: v for k, v in base.items() if k not in ("events", "log", "listeners", "admin")} == {
+        k: v for k, v in tree.items() if k not in ("events", "log", "listeners", "admin")
+    }
+
+
+@pytest.mark.parametrize("pair", ["events.enabled", "=1", "events..enabled=false", "events.=1"])
+def test_a_setting_that_is_not_key_equals_value_is_refused(pair: str) -> None:
+    with pytest.raises(SystemExit, match="not KEY=VALUE with a dotted KEY"):
+        setting_changes([pair])
+
+
+def test_settings_need_a_baseline(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = ["latency", "--out", str(tmp_path), "--baseline-set", "events.enabled=false"]
+    with pytest.raises(SystemExit, match="--baseline-set needs --baseline REV"):
         main_ab(parser.parse_args(args))

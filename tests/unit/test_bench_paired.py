@@ -14,7 +14,8 @@ import pytest
 
 import bench.catalog
 import bench.harness
-from bench.ab import add_arguments, main_ab, stability_lines
+from bench.ab import add_arguments, main_ab
+from bench.ab_tables import stability_lines
 from bench.catalog import workloads
 from bench.paired import pairable
 from bench.paired_workloads import _each_turn, turn_order

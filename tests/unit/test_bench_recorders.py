@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench.ab import object_lines, syscall_lines
+from bench.ab_tables import object_lines, syscall_lines
 from bench.recorders import (
     Recorder,
     object_name,

@@ -11,9 +11,11 @@ import pytest
 
 import bench.catalog
 import bench.harness
+import bench.one_run
 import bench.steal
 from bench import report
 from bench.harness import Harness, Options
+from bench.one_run import measure_run
 from bench.steal import StealMeter, cpu_jiffies, run_steal, steal_share
 
 # user nice system idle iowait irq softirq steal guest guest_nice
@@ -77,7 +79,7 @@ def test_the_results_page_states_it() -> None:
 def test_a_run_records_the_steal_while_its_client_ran(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`Harness.run_one` reads the steal around the client's run alone (here a client
+    """`measure_run` reads the steal around the client's run alone (here a client
     during which the host took a quarter of the machine's time)."""
     stat = tmp_path / "stat"
     stat.write_text(_stat(user=1000, idle=1000, steal=100))
@@ -88,7 +90,7 @@ def test_a_run_records_the_steal_while_its_client_ran(
         stat.write_text(_stat(user=1200, idle=1100, steal=200))
         return {"messages": 1, "bytes": 100}
 
-    monkeypatch.setattr(bench.harness, "generate", generate)
+    monkeypatch.setattr(bench.one_run, "generate", generate)
     opts = Options(workloads=["latency"], paths=["direct"], out_json=tmp_path / "results.json",
                    out_md=None, out_png=None, workdir=tmp_path / "work")  # fmt: skip
     harness = Harness(opts)
@@ -107,6 +109,6 @@ def test_a_run_records_the_steal_while_its_client_ran(
         def broker_pid(self, side: str) -> int | None:
             return None
 
-    record = harness.run_one(workload, Upstream(), "direct", None, 0, "t", [])  # type: ignore[arg-type]
+    record = measure_run(harness.opts, workload, Upstream(), "direct", None, 0, "t", [])  # type: ignore[arg-type]
     assert record["ok"], record
     assert record["steal"] == 0.25

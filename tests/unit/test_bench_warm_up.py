@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import bench.harness
+import bench.one_run
 from bench.catalog import workloads
 from bench.harness import Harness, Options
 
@@ -56,7 +57,8 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warms_up: bool, worklo
         calls.append((bootstrap, topic))
         return {"messages": 10, "bytes": 10_240, "msg_per_s": 1.0, "mb_per_s": 1.0}
 
-    monkeypatch.setattr(bench.harness, "generate", generate)
+    for module in (bench.harness, bench.one_run):  # the warm-up's client and a run's
+        monkeypatch.setattr(module, "generate", generate)
     opts = Options(workloads=[workload], paths=["direct"], rounds=3, out_md=None, out_png=None,
                    out_json=tmp_path / "results.json", workdir=tmp_path / "work")  # fmt: skip
     harness = Harness(opts)
@@ -114,7 +116,7 @@ def test_on_apache_kafka_each_path_writes_to_a_broker_holding_no_earlier_run(
         create(topic, partitions, side)
 
     up.create_topic = create_topic  # type: ignore[method-assign]
-    monkeypatch.setattr(bench.harness, "generate", lambda *args: {"messages": 10, "bytes": 10,
+    monkeypatch.setattr(bench.one_run, "generate", lambda *args: {"messages": 10, "bytes": 10,
                         "msg_per_s": 1.0, "mb_per_s": 1.0})  # fmt: skip
     opts = Options(workloads=["kafka-produce-1KiB"], paths=["direct", "haproxy"], rounds=2,
                    out_md=None, out_png=None, out_json=tmp_path / "results.json",
