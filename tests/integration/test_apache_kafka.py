@@ -16,7 +16,6 @@ that allows DeleteTopics holds on established connections.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.leak_check import LogLines, assert_no_leak
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.kafka_install import MAIN_PRODUCER_PERF
 from tests.peers.net import wait_until
+from tests.topic_admin import create_topic_error, delete_topic_error, java_create_topic, topics
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
@@ -230,7 +230,6 @@ def test_describe_configs_shows_no_broker_or_controller_address(
 
 
 # --------------------------------------------------------------------------- API policy
-MAIN_TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"  # bin/kafka-topics.sh
 MAIN_API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 GATEWAY_DENIES = [
     "CreateTopics",
@@ -268,20 +267,6 @@ def hiding_gateway(
     """The default: refused APIs are left out of ApiVersions."""
     with gateway_process(tmp_path_factory.mktemp("hiding-gw"), kafka) as proc:
         yield proc
-
-
-def create_topic_error(bootstrap: str, topic: str) -> object:
-    """confluent-kafka's CreateTopics: None on success, else the KafkaError."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    future = admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=30)[topic]
-    try:
-        future.result(60)
-    except KafkaException as exc:
-        return exc.args[0]
-    return None
 
 
 def test_gateway_refuses_create_topics_with_an_authorization_error(
@@ -376,36 +361,6 @@ def test_gateway_serves_produce_and_consume_and_takes_a_new_policy_live(
     wait_until(lambda: doomed not in topics(kafka), 30, what=f"{doomed} deleted")
     assert create_topic_error(gateway.bootstrap, "policy-still-denied") is not None
     assert gateway.metric("kproxy_connections_closed_total", cause="api_denied") == 0
-
-
-def java_create_topic(
-    kafka: KafkaCluster, bootstrap: str, topic: str, *, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    """kafka-topics.sh --create: the Java AdminClient's CreateTopics."""
-    return kafka.java_tool(
-        MAIN_TOPIC_COMMAND,
-        "--bootstrap-server", bootstrap,
-        "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1",
-        check=check, timeout=120,
-    )  # fmt: skip
-
-
-def delete_topic_error(bootstrap: str, topic: str) -> object:
-    """confluent-kafka's DeleteTopics: None on success, else the KafkaError."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    try:
-        admin.delete_topics([topic], request_timeout=30)[topic].result(60)
-    except KafkaException as exc:
-        return exc.args[0]
-    return None
-
-
-def topics(kafka: KafkaCluster) -> set[str]:
-    """Topic names, asked of the brokers directly."""
-    return set(kafka.admin().list_topics(timeout=30).topics)
 
 
 def closed_connections(proc: KproxyProcess) -> float:

@@ -1,0 +1,54 @@
+"""Creating and deleting a topic as clients' admin APIs do, through any bootstrap (a
+kproxy listener or the brokers), and what each call came back with."""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.peers.kafka_cluster import KafkaCluster
+
+MAIN_TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"  # bin/kafka-topics.sh
+
+
+def create_topic_error(bootstrap: str, topic: str) -> object:
+    """confluent-kafka's CreateTopics: None on success, else the KafkaError."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    future = admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=30)[topic]
+    try:
+        future.result(60)
+    except KafkaException as exc:
+        return exc.args[0]
+    return None
+
+
+def java_create_topic(
+    kafka: KafkaCluster, bootstrap: str, topic: str, *, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """kafka-topics.sh --create: the Java AdminClient's CreateTopics."""
+    return kafka.java_tool(
+        MAIN_TOPIC_COMMAND,
+        "--bootstrap-server", bootstrap,
+        "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1",
+        check=check, timeout=120,
+    )  # fmt: skip
+
+
+def delete_topic_error(bootstrap: str, topic: str) -> object:
+    """confluent-kafka's DeleteTopics: None on success, else the KafkaError."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        admin.delete_topics([topic], request_timeout=30)[topic].result(60)
+    except KafkaException as exc:
+        return exc.args[0]
+    return None
+
+
+def topics(kafka: KafkaCluster) -> set[str]:
+    """Topic names, asked of the brokers directly."""
+    return set(kafka.admin().list_topics(timeout=30).topics)
