@@ -179,6 +179,23 @@ def setting_changes(pairs: list[str]) -> dict[str, Any]:
     return changes
 
 
+def check_settings(source: Path, loop: str, python: str, settings: dict[str, Any]) -> None:
+    """Refuse, before anything starts, ``--baseline-set`` settings that the baseline's
+    own kproxy would refuse: its ``check-config``, on its interpreter, against the
+    configuration kproxy-base would run with."""
+    from bench.peers import KproxyPeer
+
+    with tempfile.TemporaryDirectory(prefix="kproxy-ab-settings-") as tmp:
+        try:
+            peer = KproxyPeer("kproxy-base", loop, ["127.0.0.1:9092"], Path(tmp),
+                              source=source, python=python, settings=settings)  # fmt: skip
+        except ValueError as exc:
+            raise SystemExit(f"--baseline-set: {exc}") from None
+        error = peer.config_error()
+    if error is not None:
+        raise SystemExit(f"--baseline-set: the baseline's kproxy refuses it: {error}")
+
+
 def ab_paths(args: argparse.Namespace) -> tuple[list[str], str]:
     """The paths an A/B runs, in order, and the loop its kproxys run on (the tree's and
     the baseline's alike)."""
@@ -225,6 +242,8 @@ def main_ab(args: argparse.Namespace) -> int:
         if args.profile or args.syscalls or args.native_profile:
             raise SystemExit("--paired records no profiles (the paths share every round)")
     with checkout(args.baseline) as baseline:
+        if baseline is not None and settings:
+            check_settings(baseline, loop, args.baseline_python, settings)
         if baseline is not None and args.compile_baseline:
             compile_in_place(baseline)
         opts = Options(

@@ -9,8 +9,9 @@ from typing import Any
 
 from bench.results_file import per_message, rounds_of, series
 from bench.stats import ratio_summary, summarize
+from bench.targets import KPROXY_PATHS as TARGET_PATHS
 
-KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base")
+KPROXY_PATHS = (*TARGET_PATHS, "kproxy-base")  # the targets' kproxy paths and the baseline
 
 
 def _span(s: dict[str, Any], fmt: str) -> str:

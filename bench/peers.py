@@ -142,14 +142,11 @@ class KproxyPeer(LoopbackPeer):
         }
         # bench ab --baseline-set: one setting changed, to A/B what it costs.
         for dotted, value in (settings or {}).items():
-            *sections, key = dotted.split(".")
-            where = self.config
-            for section in sections:
-                where = where.setdefault(section, {})
-            where[key] = value
+            set_dotted(self.config, dotted, value)
         self.process: PeerProcess | None = None
 
-    def start(self) -> KproxyPeer:
+    def write_config(self) -> Path:
+        """The configuration file this kproxy runs with, written into its work directory."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.config
         if not _has_event_loop_setting(self.source):
@@ -160,6 +157,19 @@ class KproxyPeer(LoopbackPeer):
             config = {k: v for k, v in config.items() if k != "runtime"}
         cfg = self.workdir / "kproxy.yaml"
         cfg.write_text(yaml.safe_dump(config))
+        return cfg
+
+    def config_error(self) -> str | None:
+        """What this kproxy's own `check-config` says against its configuration, or None
+        when it takes it (the source's and the interpreter's kproxy, not this one's)."""
+        argv = [self.python, "-m", "kproxy", "check-config", "--config", str(self.write_config())]
+        env = env_with_path(self.source)
+        done = subprocess.run(argv, env=env, cwd=self.source, capture_output=True, text=True,
+                              timeout=60, check=False)  # fmt: skip
+        return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
+
+    def start(self) -> KproxyPeer:
+        cfg = self.write_config()
         env = env_with_path(self.source)
         argv = [self.python, "-m", "kproxy", "run", "--config", str(cfg)]
         self.process = PeerProcess(
@@ -210,6 +220,18 @@ class KproxyPeer(LoopbackPeer):
                 if key is not None:
                     out[key] += sample.value
         return out
+
+
+def set_dotted(config: dict[str, Any], dotted: str, value: Any) -> None:
+    """``config["a"]["b"] = value`` for ``a.b``, making sections that are missing; a
+    ValueError when a part of the path is already a value, not a section."""
+    *sections, key = dotted.split(".")
+    where = config
+    for depth, section in enumerate(sections, 1):
+        where = where.setdefault(section, {})
+        if not isinstance(where, dict):
+            raise ValueError(f"{'.'.join(sections[:depth])} is a value, not a section")
+    where[key] = value
 
 
 def _has_event_loop_setting(source: Path) -> bool:

@@ -16,9 +16,11 @@ import pytest
 
 import bench.peers
 import bench.upstreams
-from bench.ab import ab_paths, add_arguments, main_ab, setting_changes
+from bench.ab import ab_paths, add_arguments, check_settings, main_ab, setting_changes
 from bench.ab_tables import paired_lines, summary_lines
 from bench.upstreams import Upstream
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(path: str, r: int, p50: float, cpu_100k: float | None = None) -> dict[str, Any]:
@@ -257,3 +259,30 @@ def test_settings_need_a_baseline(tmp_path: Path) -> None:
     args = ["latency", "--out", str(tmp_path), "--baseline-set", "events.enabled=false"]
     with pytest.raises(SystemExit, match="--baseline-set needs --baseline REV"):
         main_ab(parser.parse_args(args))
+
+
+def test_a_setting_under_a_value_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """`log.level.x`: `log.level` is a value, so there is no section to set `x` in."""
+    config: dict[str, Any] = {"log": {"level": "WARNING"}}
+    with pytest.raises(ValueError, match=r"^log\.level is a value, not a section$"):
+        bench.peers.set_dotted(config, "log.level.x", 1)
+    assert config == {"log": {"level": "WARNING"}}
+    with pytest.raises(SystemExit, match=r"^--baseline-set: log\.level is a value, not a section$"):
+        check_settings(REPO, "uvloop", sys.executable, {"log.level.x": 1})
+
+
+def test_a_setting_the_baseline_refuses_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """The baseline's own `kproxy check-config` judges the settings, with its reason, before
+    any broker or proxy starts; a setting it takes passes."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = ["latency", "--out", str(tmp_path / "out"), "--baseline", "HEAD",
+            "--baseline-set", "events.enable=false"]  # fmt: skip
+    refusal = (
+        "--baseline-set: the baseline's kproxy refuses it: kproxy: config error: "
+        "events.enable: unknown key"
+    )
+    with pytest.raises(SystemExit, match=re.escape(refusal)):
+        main_ab(parser.parse_args(args))
+    assert not (tmp_path / "out" / "results.json").exists()  # nothing was run
+    check_settings(REPO, "uvloop", sys.executable, {"events.enabled": False})
