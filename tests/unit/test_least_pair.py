@@ -9,7 +9,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from bench.least_pair import least_pair
-from bench.session_bench import produce_pair
+from bench.session_pairs import produce_pair
 from tests.session.frames import produce_response
 
 
