@@ -183,7 +183,7 @@ def check_settings(source: Path, loop: str, python: str, settings: dict[str, Any
     """Refuse, before anything starts, ``--baseline-set`` settings that the baseline's
     own kproxy would refuse: its ``check-config``, on its interpreter, against the
     configuration kproxy-base would run with."""
-    from bench.peers import KproxyPeer
+    from bench.kproxy_peer import KproxyPeer
 
     with tempfile.TemporaryDirectory(prefix="kproxy-ab-settings-") as tmp:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.peers import KproxyPeer
+from bench.kproxy_peer import KproxyPeer
 from bench.procfs import CpuSince, memory_kb, reset_peak_rss
 
 

@@ -34,8 +34,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.kproxy_peer import KproxyPeer
 from bench.kroxylicious_peer import KroxyliciousPeer, KroxyliciousTls
-from bench.peers import HaproxyPeer, HaproxyTls, KproxyPeer, Unavailable
+from bench.peers import HaproxyPeer, HaproxyTls, Unavailable
 from bench.procfs import cpu_seconds
 from bench.report import APPENDED_SECTIONS
 from tests.peers.kafka_cluster import KafkaCluster

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench.grepplabs_peer import GrepplabsPeer
+from bench.kproxy_peer import KproxyPeer
 from bench.kroxylicious_peer import KroxyliciousPeer
 from bench.peers import (
     REPO,
     HaproxyPeer,
-    KproxyPeer,
     PythonFloorPeer,
     Unavailable,
     env_with_path,

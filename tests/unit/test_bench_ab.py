@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import bench.peers
+import bench.kproxy_peer
 import bench.upstreams
 from bench.ab import ab_paths, add_arguments, check_settings, main_ab, setting_changes
 from bench.ab_tables import paired_lines, summary_lines
@@ -223,7 +223,7 @@ def test_the_baseline_alone_runs_with_the_settings_changed(
 
     configs: dict[str, dict[str, Any]] = {}
 
-    class ConfiguredPeer(bench.peers.KproxyPeer):
+    class ConfiguredPeer(bench.kproxy_peer.KproxyPeer):
         def start(self) -> ConfiguredPeer:
             configs[self.name] = self.config
             return self
@@ -265,7 +265,7 @@ def test_a_setting_under_a_value_is_refused_before_anything_starts(tmp_path: Pat
     """`log.level.x`: `log.level` is a value, so there is no section to set `x` in."""
     config: dict[str, Any] = {"log": {"level": "WARNING"}}
     with pytest.raises(ValueError, match=r"^log\.level is a value, not a section$"):
-        bench.peers.set_dotted(config, "log.level.x", 1)
+        bench.kproxy_peer.set_dotted(config, "log.level.x", 1)
     assert config == {"log": {"level": "WARNING"}}
     with pytest.raises(SystemExit, match=r"^--baseline-set: log\.level is a value, not a section$"):
         check_settings(REPO, "uvloop", sys.executable, {"log.level.x": 1})
