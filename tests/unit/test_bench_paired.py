@@ -142,8 +142,9 @@ def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_an
         "_paired_round",
         lambda self, wl, up, proxies, r: paired.append(wl.name) or [],
     )
-    opts = bench.harness.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None,
-                             rounds=1)  # fmt: skip
+    opts = bench.harness.Options(
+        workdir=tmp_path, out_json=tmp_path / "results.json", out_md=None, out_png=None, rounds=1
+    )
     harness = PairedHarness(opts, 4)
     harness.results["workloads"] = {"latency": {"runs": []}, "produce-1KiB": {"runs": []}}
     for name in ("kafka-perf-produce-1KiB", "connections", "latency", "produce-1KiB"):
@@ -163,9 +164,13 @@ def test_on_tansu_each_proxy_path_has_a_broker_of_its_own(
     path's turns fill a Tansu broker of its own, so all fill at one pace."""
     from bench.paired import PairedHarness
 
-    opts = bench.harness.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None,
-                             paths=["direct", "haproxy", "python-floor", "kproxy-uvloop",
-                                    "kproxy-asyncio"])  # fmt: skip
+    opts = bench.harness.Options(
+        workdir=tmp_path,
+        out_json=tmp_path / "results.json",
+        out_md=None,
+        out_png=None,
+        paths=["direct", "haproxy", "python-floor", "kproxy-uvloop", "kproxy-asyncio"],
+    )
     up = PairedHarness(opts, 4)._make_upstream(upstream)
     assert up.own_broker_paths == own
     assert bench.harness.Harness(opts)._make_upstream("tansu").own_broker_paths == ()
@@ -182,7 +187,9 @@ def test_turns_are_each_kinds_default_unless_given(
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["latency", *flags])
-    opts = bench.harness.Options(out_json=tmp_path / "results.json", out_md=None, out_png=None)
+    opts = bench.harness.Options(
+        workdir=tmp_path, out_json=tmp_path / "results.json", out_md=None, out_png=None
+    )
     harness = PairedHarness(opts, args.paired)
     assert harness.turns(by_name("latency")) == latency
     assert harness.turns(by_name("consume-1KiB")) == consume
