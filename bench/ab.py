@@ -83,7 +83,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--python-floor",
         action="store_true",
-        help="also run bench.python_floor: Python on uvloop forwarding bytes, parsing nothing",
+        help="also run bench.python_floor: Python forwarding bytes, parsing nothing (on "
+        "uvloop, or with --standard-loop on the standard loop)",
     )
     p.add_argument(
         "--standard-loop",
@@ -259,6 +260,7 @@ def main_ab(args: argparse.Namespace) -> int:
             native_profile_dir=args.native_profile,
             baseline_source=baseline,
             baseline_loop=loop,
+            floor_loop=loop,
             baseline_python=args.baseline_python,
             baseline_settings=settings,
             fresh_kproxy=not args.same_processes,

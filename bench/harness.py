@@ -61,6 +61,7 @@ class Options:
     paths: list[str] = field(default_factory=lambda: list(DEFAULT_PATHS))
     baseline_source: Path | None = None  # bench ab --baseline: that revision's checkout
     baseline_loop: str = "uvloop"  # the loop kproxy-base runs on (bench ab --standard-loop)
+    floor_loop: str = "uvloop"  # and python-floor
     baseline_python: str = sys.executable  # and its interpreter (bench ab --baseline-python)
     # Settings kproxy-base runs with changed (bench ab --baseline-set), dotted key: value.
     baseline_settings: dict[str, Any] = field(default_factory=dict)
@@ -174,6 +175,7 @@ class Harness:
         up.baseline_settings = self.opts.baseline_settings
         up.compiled_source = self.compiled_source
         up.want_floor = "python-floor" in self.paths
+        up.floor_loop = self.opts.floor_loop
         return up
 
     @functools.cached_property

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.procfs import maps_mention
 from tests.peers.kafka_install import java_bin
 from tests.peers.net import (
     LOOPBACK,
@@ -192,14 +193,23 @@ class HaproxyPeer(ForwarderPeer):
 
 
 class PythonFloorPeer(ForwarderPeer):
-    """`bench.python_floor` on uvloop: a Python proxy that forwards bytes and parses
-    nothing, one listener per route."""
+    """`bench.python_floor` on uvloop or the standard asyncio loop (`loop`): a Python
+    proxy that forwards bytes and parses nothing, one listener per route."""
 
-    def start(self) -> PythonFloorPeer:
-        argv = [sys.executable, "-m", "bench.python_floor"]
+    loop = "uvloop"
+
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "bench.python_floor", "--loop", self.loop]
         for port, backend in self.routes:
             argv += ["--route", f"{port}={backend}"]
-        self._run(argv, env_with_path())
+        return argv
+
+    def start(self) -> PythonFloorPeer:
+        self._run(self.argv(), env_with_path())
+        assert self.process is not None and self.process.pid is not None
+        if maps_mention(self.process.pid, "uvloop") != (self.loop == "uvloop"):
+            self.stop()
+            raise RuntimeError(f"{self.name}: not on the {self.loop} loop")
         return self
 
 

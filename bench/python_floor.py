@@ -1,6 +1,6 @@
 """The least a Python proxy on uvloop can do: forward bytes, parse nothing.
 
-    python -m bench.python_floor --route PORT=HOST:PORT [--route ...]
+    python -m bench.python_floor --route PORT=HOST:PORT [--route ...] [--loop asyncio]
 
 Each route listens on loopback PORT and forwards every connection to HOST:PORT: two
 asyncio Protocols per connection, every read written straight to the other side, reading
@@ -10,6 +10,8 @@ It is a benchmark path (``python-floor``), not a proxy to run: it sits where hap
 (its brokers advertise its ports), so the CPU it uses per message is what the Python
 interpreter and the event loop cost before kproxy parses anything. kproxy's CPU less this
 path's is kproxy's own work; this path's less haproxy's is the price of Python itself.
+With ``--loop asyncio`` it runs on the standard asyncio loop, the floor beside kproxy on
+that loop (``python -m bench ab --python-floor --standard-loop``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,6 @@ import asyncio
 import signal
 from functools import partial
 from typing import cast
-
-import uvloop
 
 
 class ForwardedSide(asyncio.Protocol):
@@ -113,8 +113,14 @@ def _route(text: str) -> tuple[int, str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.python_floor")
     parser.add_argument("--route", type=_route, action="append", required=True)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     args = parser.parse_args(argv)
-    uvloop.run(_serve(args.route))
+    if args.loop == "uvloop":
+        import uvloop  # only then: the peer checks which loop's library it has mapped
+
+        uvloop.run(_serve(args.route))
+    else:
+        asyncio.run(_serve(args.route))
     return 0
 
 

@@ -57,7 +57,8 @@ DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p not in ("python-floor", "kproxy-
 PATH_DESCRIPTIONS = {
     "direct": "client to broker, nothing in between",
     "haproxy": "haproxy, TCP mode (no parsing: the floor)",
-    "python-floor": "bench.python_floor: Python on uvloop forwarding bytes, parsing nothing",
+    "python-floor": "bench.python_floor: Python forwarding bytes, parsing nothing (on uvloop; "
+    "bench ab --standard-loop: on the standard loop)",
     "tansu-proxy": "`tansu proxy` (Kafka-aware proxy in Rust)",
     "kroxylicious": "Kroxylicious (Java), pass-through configuration",
     "grepplabs": "grepplabs kafka-proxy (Go)",
@@ -136,6 +137,8 @@ class Upstream:
         self.want_floor = False
         self.floor: PythonFloorPeer | None = None
         self.floor_error: str | None = f"no python-floor side on {type(self).__name__}"
+        #: The loop python-floor runs on (bench ab --standard-loop: the standard one).
+        self.floor_loop = "uvloop"
         #: A checkout of the baseline revision, for the kproxy-base path.
         self.baseline_source: Path | None = None
         #: The loop the kproxy-base path runs on ("uvloop" or "asyncio").
@@ -195,9 +198,9 @@ class Upstream:
 
     def _start_floor(self, backend: str, port: int) -> None:
         try:
-            self.floor = PythonFloorPeer(
-                f"python-floor-{self.name}", backend, self.workdir, port=port
-            ).start()
+            floor = PythonFloorPeer(f"python-floor-{self.name}", backend, self.workdir, port=port)
+            floor.loop = self.floor_loop
+            self.floor = floor.start()
         except (RuntimeError, TimeoutError, OSError) as exc:
             self.floor_error = f"python-floor did not start: {exc}"
 
