@@ -16,7 +16,6 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.peers import REPO, LoopbackPeer, env_with_path
-from bench.procfs import maps_mention
 from tests.peers.net import LOOPBACK, fetch_metadata, free_ports, wait_for_port, wait_until
 from tests.peers.procs import PeerProcess
 
@@ -109,11 +108,7 @@ class KproxyPeer(LoopbackPeer):
             failure = proc.describe_failure()
             proc.stop(timeout=5)
             raise RuntimeError(f"{self.name} did not start: {exc}\n{failure}") from exc
-        assert proc.pid is not None
-        on_uvloop = maps_mention(proc.pid, "uvloop")
-        if on_uvloop != (self.loop == "uvloop"):
-            proc.stop(timeout=5)
-            raise RuntimeError(f"{self.name}: wanted the {self.loop} loop, uvloop={on_uvloop}")
+        self.require_loop(self.loop)
         return self
 
     def _ready(self) -> bool:

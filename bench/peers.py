@@ -67,13 +67,14 @@ class AdvertisedTansu(TansuBroker):
 
 
 # ---------------------------------------------------------------------------------------
-# kproxy
+# What every peer shares
 # ---------------------------------------------------------------------------------------
 
 
 class LoopbackPeer:
     """A proxy process listening on one loopback port: what every path's peer shares."""
 
+    name: str
     port: int
     process: PeerProcess | None
     stop_timeout = 10.0
@@ -89,6 +90,15 @@ class LoopbackPeer:
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop(timeout=self.stop_timeout)
+
+    def require_loop(self, loop: str) -> None:
+        """Stop the started process and raise unless it runs on ``loop`` ("uvloop" or
+        "asyncio"): uvloop's library is mapped into it exactly when it runs on uvloop."""
+        assert self.process is not None and self.process.pid is not None
+        on_uvloop = maps_mention(self.process.pid, "uvloop")
+        if on_uvloop != (loop == "uvloop"):
+            self.process.stop(timeout=5)
+            raise RuntimeError(f"{self.name}: wanted the {loop} loop, uvloop={on_uvloop}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -196,20 +206,16 @@ class PythonFloorPeer(ForwarderPeer):
     """`bench.python_floor` on uvloop or the standard asyncio loop (`loop`): a Python
     proxy that forwards bytes and parses nothing, one listener per route."""
 
-    loop = "uvloop"
+    def __init__(self, *args: Any, loop: str = "uvloop", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.loop = loop
 
-    def argv(self) -> list[str]:
+    def start(self) -> PythonFloorPeer:
         argv = [sys.executable, "-m", "bench.python_floor", "--loop", self.loop]
         for port, backend in self.routes:
             argv += ["--route", f"{port}={backend}"]
-        return argv
-
-    def start(self) -> PythonFloorPeer:
-        self._run(self.argv(), env_with_path())
-        assert self.process is not None and self.process.pid is not None
-        if maps_mention(self.process.pid, "uvloop") != (self.loop == "uvloop"):
-            self.stop()
-            raise RuntimeError(f"{self.name}: not on the {self.loop} loop")
+        self._run(argv, env_with_path())
+        self.require_loop(self.loop)
         return self
 
 

@@ -198,9 +198,9 @@ class Upstream:
 
     def _start_floor(self, backend: str, port: int) -> None:
         try:
-            floor = PythonFloorPeer(f"python-floor-{self.name}", backend, self.workdir, port=port)
-            floor.loop = self.floor_loop
-            self.floor = floor.start()
+            self.floor = PythonFloorPeer(
+                f"python-floor-{self.name}", backend, self.workdir, port=port, loop=self.floor_loop
+            ).start()
         except (RuntimeError, TimeoutError, OSError) as exc:
             self.floor_error = f"python-floor did not start: {exc}"
 

@@ -44,8 +44,7 @@ def echo() -> Iterator[str]:
 def test_the_floor_forwards_bytes_on_the_loop_asked_for(
     loop: str, echo: str, tmp_path: Path
 ) -> None:
-    floor = PythonFloorPeer(f"python-floor-{loop}", echo, tmp_path)
-    floor.loop = loop
+    floor = PythonFloorPeer(f"python-floor-{loop}", echo, tmp_path, loop=loop)
     floor.start()
     try:
         assert floor.pid is not None
@@ -91,3 +90,15 @@ def test_an_ab_runs_the_floor_on_kproxys_loop(
     # What the harness hands every upstream it makes.
     upstream = Harness(dataclasses.replace(opts, workdir=tmp_path))._make_upstream("mock")
     assert upstream.want_floor and upstream.floor_loop == loop
+
+
+def test_a_peer_on_another_loop_than_asked_is_stopped_and_refused(
+    echo: str, tmp_path: Path
+) -> None:
+    floor = PythonFloorPeer("python-floor-uvloop", echo, tmp_path, loop="uvloop").start()
+    try:
+        with pytest.raises(RuntimeError, match="wanted the asyncio loop, uvloop=True"):
+            floor.require_loop("asyncio")
+        assert floor.process is not None and not floor.process.running
+    finally:
+        floor.stop()
