@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.results_file import KPROXY_PATHS as TARGET_PATHS
 from bench.results_file import per_message, rounds_of, series
 from bench.stats import ratio_summary, summarize
-from bench.targets import KPROXY_PATHS as TARGET_PATHS
 
 KPROXY_PATHS = (*TARGET_PATHS, "kproxy-base")  # the targets' kproxy paths and the baseline
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.results_file import path_status, rounds_of, series, workload_summary
+from bench.results_file import KPROXY_PATHS, path_status, rounds_of, series, workload_summary
 from bench.stats import ORDER, summarize
 from bench.steal import run_steal
 
@@ -206,7 +206,7 @@ def render_kproxy_resources(results: dict[str, Any]) -> list[str]:
     rows = []
     for name in results.get("workloads", {}):
         summary = workload_summary(results, name)
-        for path in ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled"):
+        for path in KPROXY_PATHS:
             cells = summary.get(path)
             if cells is None or not cells["kproxy:cpu_s_per_gb_wire"].get("n"):
                 continue

@@ -10,6 +10,10 @@ from typing import Any
 
 from bench.stats import ratio_summary, summarize
 
+#: The kproxy paths of a run, each judged against the targets (kproxy-base, an A/B's
+#: baseline, is not).
+KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled")
+
 
 def rounds_of(results: dict[str, Any]) -> int:
     return int(results.get("meta", {}).get("rounds", 1))

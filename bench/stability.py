@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench.results_file import per_message, rounds_of, series
+from bench.results_file import KPROXY_PATHS, per_message, rounds_of, series
 from bench.stats import median, round_ratios
-from bench.targets import KPROXY_PATHS, judged_as
+from bench.targets import judged_as
 
 STABLE_TO = 0.05
 PATHS = ("haproxy", *KPROXY_PATHS)

@@ -22,10 +22,9 @@ import statistics
 from typing import Any
 
 from bench.report import Verdict, fmt_ratio, fmt_summary
-from bench.results_file import rounds_of, series
+from bench.results_file import KPROXY_PATHS, rounds_of, series
 from bench.stats import ratio_summary, summarize
 
-KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled")
 THROUGHPUT = 0.95
 BELOW_HAPROXY = 0.05
 CPU_PER_GB_VS_HAPROXY = 1.3

@@ -35,6 +35,7 @@ from bench.peers import (
     Unavailable,
     env_with_path,
 )
+from bench.results_file import KPROXY_PATHS
 from tests.peers.tansu import TansuProxy
 
 #: Every path, in run order within a round.
@@ -239,7 +240,7 @@ class Upstream:
                     "front a multi-broker cluster"
                 )
             return TansuProxyPeer(target, workdir=wd, stop_grace=2.0).start()
-        if path in ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-base"):
+        if path in (*KPROXY_PATHS, "kproxy-base"):
             servers = target.split(",")
             if path == "kproxy-base":
                 if self.baseline_source is None:
