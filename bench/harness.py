@@ -155,8 +155,9 @@ class Harness:
             if self.own_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
                 self.log(f"removed {self.workdir} (--workdir DIR keeps the peers' logs)")
-        self.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-        self.results["machine"]["load_average_end"] = list(os.getloadavg())
+            # An interrupted run's partial results say when it stopped, too.
+            self.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+            self.results["machine"]["load_average_end"] = list(os.getloadavg())
         self.save()
         return self.results
 

@@ -70,3 +70,21 @@ def test_the_baselines_worktree_leaves_nothing_behind() -> None:
     worktrees = subprocess.run(["git", "-C", str(REPO), "worktree", "list"],
                                capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert str(where) not in worktrees
+
+
+def test_an_interrupted_run_says_when_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m bench run` saves what an interrupted run measured (its SIGTERM handler
+    raises KeyboardInterrupt); the results page then gives when it stopped, not "?"."""
+    h = harness(tmp_path, monkeypatch, None)
+
+    def interrupted(self: Harness, name: str, group: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Harness, "run_upstream", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        h.run()
+    meta = h.results["meta"]
+    assert meta["finished"] >= meta["started"]
+    assert len(h.results["machine"]["load_average_end"]) == 3
