@@ -5,7 +5,8 @@ can dial them. While the Java client's own `kafka-producer-perf-test` and an ide
 confluent-kafka producer write with acks=all, the test moves leadership for real: a
 reassignment followed by a preferred-leader election, and a broker stopped and restarted.
 Afterwards every acknowledged message is read back through kproxy (confluent-kafka and
-the Java consumer), none twice, and no client ever saw a broker's own address.
+the Java consumer), none twice but what librdkafka's own epoch bump re-sent
+(tests/idempotent_bumps.py), and no client ever saw a broker's own address.
 
 Other kproxy processes play gateways whose listener refuses administration
 (`api_policy`): with the refused APIs advertised, confluent-kafka and the Java AdminClient
