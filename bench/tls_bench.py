@@ -18,7 +18,8 @@ topic, and one small produce at a time for latency. Rounds interleave the paths,
 round starting with the next path; every figure is reported per path as the median
 over rounds, with its ratio to direct in the same round, and the proxy's CPU (/proc,
 user+system) per GB and per request. Results go
-to bench/tls_results.json and the "TLS" section of bench/RESULTS.md. Not a test.
+to bench/tls_results.json and the "TLS" section of bench/RESULTS.md (a ``--quick`` run
+only prints its section). Not a test.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS_JSON = REPO / "bench" / "tls_results.json"
 RESULTS_MD = REPO / "bench" / "RESULTS.md"
 MARKER = APPENDED_SECTIONS
+#: Where the TLS section ends: the sections after it (Fetch streaming) are not this
+#: benchmark's to rewrite.
+END_MARKER = "<!-- /tls_bench -->"
 PATHS = ("direct", "haproxy", "kroxylicious", "kproxy")
 SIZE = 1024
 
@@ -157,13 +161,32 @@ def workload(kind: str, bootstrap: str, topic: str, ca: Path, **opts: Any) -> An
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.tls_bench")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--quick", action="store_true", help="2 rounds, small counts")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 rounds, small counts; prints its figures and leaves the record alone",
+    )
     p.add_argument("--paths", default=",".join(PATHS))
     args = p.parse_args(argv)
     rounds = 2 if args.quick else args.rounds
     produce_count = 30_000 if args.quick else 1_000_000
     latency_count = 300 if args.quick else 5000
-    paths = args.paths.split(",")
+    rows, unavailable = measure(args.paths.split(","), rounds, produce_count, latency_count)
+    result = summarize(rows, unavailable, rounds)
+    section = render_section(result)
+    if args.quick:  # too few messages to stand for the record
+        print(section)
+        return 0
+    RESULTS_JSON.write_text(json.dumps(result, indent=1) + "\n")
+    RESULTS_MD.write_text(replace_section(RESULTS_MD.read_text(), section))
+    print(json.dumps(result["summary"], indent=1))
+    return 0
+
+
+def measure(
+    paths: list[str], rounds: int, produce_count: int, latency_count: int
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Every path's rows, round by round, and why a path that did not run did not."""
     rows: list[dict[str, Any]] = []
     unavailable: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="kp-tls-bench-") as tmp:
@@ -202,11 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             for peer in peers.values():
                 peer.stop()
             kc.cluster.close()
-    result = summarize(rows, unavailable, rounds)
-    RESULTS_JSON.write_text(json.dumps(result, indent=1) + "\n")
-    write_section(result)
-    print(json.dumps(result["summary"], indent=1))
-    return 0
+    return rows, unavailable
 
 
 def one_round(
@@ -286,7 +305,8 @@ def summarize(
     }
 
 
-def write_section(result: dict[str, Any]) -> None:
+def render_section(result: dict[str, Any]) -> str:
+    """The "TLS" section of bench/RESULTS.md for ``result``, between its markers."""
     s = result["summary"]
     lines = [
         MARKER,
@@ -327,9 +347,24 @@ def write_section(result: dict[str, Any]) -> None:
         )  # fmt: skip
     for path, why in result["unavailable"].items():
         lines.append(f"\n{path} did not run: {why}")
-    text = RESULTS_MD.read_text()
-    head = text.split(MARKER)[0].rstrip("\n")
-    RESULTS_MD.write_text(head + "\n\n" + "\n".join(lines) + "\n")
+    lines.append(END_MARKER)
+    return "\n".join(lines) + "\n"
+
+
+def replace_section(text: str, section: str) -> str:
+    """``text`` (bench/RESULTS.md) with its TLS section replaced by ``section``, or
+    ``section`` appended when it has none; what follows the section stays. A section
+    written before it had an end marker ends at the next heading of its level."""
+    if MARKER not in text:
+        return text.rstrip("\n") + "\n\n" + section
+    head, rest = text.split(MARKER, 1)
+    if END_MARKER in rest:
+        tail = rest.split(END_MARKER, 1)[1].lstrip("\n")
+    else:
+        after_title = rest.find("## TLS")
+        following = rest.find("\n## ", after_title + 1 if after_title >= 0 else 0)
+        tail = rest[following + 1 :] if following >= 0 else ""
+    return head.rstrip("\n") + "\n\n" + section + ("\n" + tail if tail else "")
 
 
 if __name__ == "__main__":
