@@ -191,12 +191,18 @@ class TlsServerLayer:
             except ssl.SSLError as exc:  # the alert OpenSSL wrote goes to the client
                 return TlsReceived(b"", self._outgoing.read(), exc, False)
             self.established = True
+        incoming, tls = self._incoming, self._tls
         pieces: list[bytes] = []
         closed = False
         try:
-            while True:
-                piece = self._tls.read(_READ_BYTES)
-                if not piece:  # close_notify (no data yet raises SSLWantReadError)
+            # Read only while OpenSSL holds bytes, as many as it holds: plaintext is never
+            # longer than its record, so a small request allocates no 256 KiB. A read that
+            # finds nothing raises SSLWantReadError, which costs more than decrypting a
+            # small record (python/cpython#123954); with these checks it happens only
+            # when the bytes end inside a record.
+            while held := incoming.pending + tls.pending():
+                piece = tls.read(min(held, _READ_BYTES))
+                if not piece:  # close_notify
                     closed = True
                     break
                 pieces.append(piece)
@@ -206,7 +212,9 @@ class TlsServerLayer:
             closed = True
         except ssl.SSLError as exc:
             return TlsReceived(b"".join(pieces), self._outgoing.read(), exc, False)
-        return TlsReceived(b"".join(pieces), self._outgoing.read(), None, closed)
+        plaintext = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        outgoing = self._outgoing
+        return TlsReceived(plaintext, outgoing.read() if outgoing.pending else b"", None, closed)
 
     @property
     def server_name(self) -> str | None:

@@ -98,3 +98,18 @@ def test_only_a_full_run_writes_the_record(
         assert asked == [(5, 1_000_000)]
         assert "111.11" not in md.read_text() and "| kproxy | 90.00 (0.90" in md.read_text()
         assert md.read_text().endswith(FETCH_SECTION) and js.exists()
+
+
+def test_the_tls_layer_ab_runs_the_tree_against_a_revision(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`python -m bench.tls_layer --baseline REV`: both layers decrypt and encrypt every
+    size, and each line gives the ratio of the tree's CPU to the baseline's."""
+    from bench import tls_layer
+
+    assert tls_layer.main(["--rounds", "1", "--baseline", "HEAD"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert [line.split("  tree ")[0].strip() for line in lines] == [
+        f"{kind} {size} B" for size in tls_layer.SIZES for kind in ("receive", "send")
+    ]
+    assert all("tree/baseline" in line for line in lines)

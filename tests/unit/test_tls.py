@@ -78,6 +78,25 @@ def test_a_request_and_its_answer_cross_the_layer(certs: TlsMaterial) -> None:
     assert server.receive(b"") == (b"", b"", None, False)
 
 
+def test_records_split_anywhere_come_out_whole_in_order(certs: TlsMaterial) -> None:
+    """A small request, one that takes two records (16 KiB each at most) and another
+    small one, cut in two at many points: inside a header, inside a record whose rest is
+    shorter than its plaintext (so that OpenSSL holds decrypted bytes between reads),
+    on record boundaries."""
+    messages = [metadata_v1(3), bytes(range(256)) * 100, b"tail"]
+    for cut in [1, 5, 6, 100, 16_400, 16_430, 16_500, *range(0, 26_000, 251)]:
+        server = TlsServerLayer(server_context(settings(certs.proxy())))
+        client = Client(certs, None)
+        client.handshake(server)
+        for message in messages:
+            client.tls.write(message)
+        wire = client.outgoing.read()
+        first, second = server.receive(wire[:cut]), server.receive(wire[cut:])
+        assert first.failure is None and second.failure is None
+        assert first.plaintext + second.plaintext == b"".join(messages), cut
+        assert not first.closed and not second.closed
+
+
 def test_kproxy_closes_with_close_notify(certs: TlsMaterial) -> None:
     server = TlsServerLayer(server_context(settings(certs.proxy())))
     assert server.close() == b""  # before the handshake there is nothing to say
