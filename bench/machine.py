@@ -40,16 +40,11 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
-def software_versions() -> dict[str, str | None]:
-    import confluent_kafka
-
+def kproxy_revision() -> str:
+    """kproxy's version and the commit measured, "0.1.0 @ 575fc1e", saying so when the
+    tree has uncommitted changes."""
     import kproxy
-    from tests.peers.kafka_install import KAFKA_VERSION
 
-    try:
-        uv: str | None = importlib.metadata.version("uvloop")
-    except importlib.metadata.PackageNotFoundError:
-        uv = None
     commit = None
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
@@ -58,8 +53,20 @@ def software_versions() -> dict[str, str | None]:
                                cwd=REPO, capture_output=True, text=True, timeout=10)  # fmt: skip
         if git.returncode == 0:
             commit = git.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout else "")
+    return f"{kproxy.__version__}" + (f" @ {commit}" if commit else "")
+
+
+def software_versions() -> dict[str, str | None]:
+    import confluent_kafka
+
+    from tests.peers.kafka_install import KAFKA_VERSION
+
+    try:
+        uv: str | None = importlib.metadata.version("uvloop")
+    except importlib.metadata.PackageNotFoundError:
+        uv = None
     return {
-        "kproxy": f"{kproxy.__version__}" + (f" @ {commit}" if commit else ""),
+        "kproxy": kproxy_revision(),
         "uvloop": uv,
         "confluent-kafka": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],

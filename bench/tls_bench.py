@@ -37,6 +37,7 @@ from typing import Any
 
 from bench.kproxy_peer import KproxyPeer
 from bench.kroxylicious_peer import KroxyliciousPeer, KroxyliciousTls
+from bench.machine import kproxy_revision
 from bench.peers import HaproxyPeer, HaproxyTls, Unavailable
 from bench.procfs import cpu_seconds
 from bench.report import APPENDED_SECTIONS
@@ -171,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 2 if args.quick else args.rounds
     produce_count = 30_000 if args.quick else 1_000_000
     latency_count = 300 if args.quick else 5000
+    revision = kproxy_revision()  # before the run: it rewrites bench/RESULTS.md
     rows, unavailable = measure(args.paths.split(","), rounds, produce_count, latency_count)
-    result = summarize(rows, unavailable, rounds)
+    result = summarize(rows, unavailable, rounds) | {"kproxy": revision}
     section = render_section(result)
     if args.quick:  # too few messages to stand for the record
         print(section)
@@ -313,7 +315,8 @@ def render_section(result: dict[str, Any]) -> str:
         "## TLS",
         "",
         f"Written by `python -m bench.tls_bench` ({result['rounds']} interleaved rounds, "
-        f"{result['when']}, {result['cpus']} CPUs, load before {result['load_before']}; raw "
+        f"{result['when']}, kproxy {result.get('kproxy', '?')}, {result['cpus']} CPUs, "
+        f"load before {result['load_before']}; raw "
         "figures in `bench/tls_results.json`). One Apache Kafka node with TLS-only client",
         "listeners; every path terminates the client's TLS with its own certificate and",
         "originates TLS to the broker, verifying it. confluent-kafka clients check the",

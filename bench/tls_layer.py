@@ -1,6 +1,6 @@
 """kproxy's TLS termination alone, in one process: CPU per record received and sent.
 
-    python -m bench.tls_layer [--baseline REV] [--rounds 7]
+    python -m bench.tls_layer [--baseline REV] [--rounds 11]
 
 `kproxy.tls.TlsServerLayer` (OpenSSL over memory buffers) after a handshake with an
 `ssl.SSLObject` client; the client's records are made before the clock starts, so only
@@ -80,7 +80,7 @@ def one_round(layer: Layer, server: ssl.SSLContext, client: ssl.SSLContext) -> d
     pair = Pair(layer, server, client)
     out = {}
     for size in SIZES:
-        count = 4000 if size < 10_000 else 400
+        count = 20_000 if size < 10_000 else 2_000
         records = pair.records(size, count)
         start = time.process_time()
         for record in records:
@@ -100,7 +100,7 @@ def one_round(layer: Layer, server: ssl.SSLContext, client: ssl.SSLContext) -> d
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.tls_layer")
     p.add_argument("--baseline", metavar="REV", help="also this revision's kproxy/tls.py")
-    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=11)
     args = p.parse_args(argv)
     ca = trustme.CA()
     server, client = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), ssl.create_default_context()
