@@ -172,9 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 2 if args.quick else args.rounds
     produce_count = 30_000 if args.quick else 1_000_000
     latency_count = 300 if args.quick else 5000
-    revision = kproxy_revision()  # before the run: it rewrites bench/RESULTS.md
+    # Before the run: the load it started under, the commit before it rewrites RESULTS.md.
+    before = {"kproxy": kproxy_revision(), "load_before": load_average()}
     rows, unavailable = measure(args.paths.split(","), rounds, produce_count, latency_count)
-    result = summarize(rows, unavailable, rounds) | {"kproxy": revision}
+    result = summarize(rows, unavailable, rounds) | before
     section = render_section(result)
     if args.quick:  # too few messages to stand for the record
         print(section)
@@ -265,6 +266,10 @@ def one_round(
     return out
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def summarize(
     rows: list[dict[str, Any]], unavailable: dict[str, str], rounds: int
 ) -> dict[str, Any]:
@@ -300,7 +305,6 @@ def summarize(
         "when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "rounds": rounds,
         "cpus": os.cpu_count(),
-        "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "unavailable": unavailable,
         "summary": summary,
         "rows": rows,

@@ -90,6 +90,8 @@ def test_only_a_full_run_writes_the_record(
 
     monkeypatch.setattr(bench.tls_bench, "measure", measure)
     monkeypatch.setattr(bench.tls_bench, "kproxy_revision", lambda: "0.1.0 @ abc1234")
+    loads = iter(["0.10 0.20 0.30", "9.99 9.99 9.99"])  # before the run, then after it
+    monkeypatch.setattr(bench.tls_bench, "load_average", lambda: next(loads))
     assert bench.tls_bench.main(["--quick"] if quick else []) == 0
     if quick:
         assert "| kproxy | 90.00 (0.90, 0.90-0.90)" in capsys.readouterr().out
@@ -99,7 +101,7 @@ def test_only_a_full_run_writes_the_record(
         assert asked == [(5, 1_000_000)]
         assert "111.11" not in md.read_text() and "| kproxy | 90.00 (0.90" in md.read_text()
         assert md.read_text().endswith(FETCH_SECTION) and js.exists()
-        assert "kproxy 0.1.0 @ abc1234, 2 CPUs" in md.read_text()
+        assert "kproxy 0.1.0 @ abc1234, 2 CPUs, load before 0.10 0.20 0.30;" in md.read_text()
 
 
 def test_the_tls_layer_ab_runs_the_tree_against_a_revision(
