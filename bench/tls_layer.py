@@ -37,12 +37,14 @@ Layer = Callable[[ssl.SSLContext], Any]
 
 def baseline_layer(revision: str, where: Path) -> Layer:
     """`TlsServerLayer` as `kproxy/tls.py` was at ``revision``."""
-    source = subprocess.run(
+    shown = subprocess.run(
         ["git", "-C", str(REPO), "show", f"{revision}:kproxy/tls.py"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if shown.returncode != 0:
+        raise SystemExit(f"--baseline {revision}: no kproxy/tls.py there ({shown.stderr.strip()})")
     path = where / "baseline_tls.py"
-    path.write_text(source)
+    path.write_text(shown.stdout)
     spec = importlib.util.spec_from_file_location("baseline_tls", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -4,31 +4,45 @@ after it (Fetch streaming, written by hand from bench.fetch_stream_bench) stay, 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import bench.tls_bench
-from bench.tls_bench import END_MARKER, MARKER, render_section, replace_section
+from bench.tls_bench import END_MARKER, MARKER, render_section, replace_section, summarize
 
 FETCH_SECTION = "## Fetch responses streamed\n\nWritten by `python -m bench.fetch_stream_bench`.\n"
 MAIN = "# kproxy benchmark results\n\n## Targets\n\n| a | b |\n"
 
 
-def result(produce_mb_s: float) -> dict[str, Any]:
-    def entry(key: str, value: float, ratio: float, extra: dict[str, Any]) -> dict[str, Any]:
-        return {key: value, "ratio_to_direct": ratio, "ratio_spread": [ratio, ratio], **extra}
-
-    summary: dict[str, dict[str, Any]] = {"produce": {}, "consume": {}, "latency": {}}
+def rows(mb_per_s: float = 100.0) -> list[dict[str, Any]]:
+    """What `measure` returns for one round of direct and kproxy."""
+    out = []
     for path, ratio in (("direct", 1.0), ("kproxy", 0.9)):
-        summary["produce"][path] = entry("mb_per_s", produce_mb_s * ratio, ratio,
-                                         {"cpu_s_per_gb": 3.0})  # fmt: skip
-        summary["consume"][path] = entry("mb_per_s", 200 * ratio, ratio, {"cpu_s_per_gb": 2.0})
-        summary["latency"][path] = entry("p99_ms", 1 / ratio, 1 / ratio,
-                                         {"p50_ms": 0.5, "cpu_us_per_request": 120})  # fmt: skip
-    return {"when": "2026-11-30 07:00 UTC", "rounds": 5, "cpus": 2,
-            "load_before": "0.50 0.40 0.30", "unavailable": {}, "summary": summary}  # fmt: skip
+        out += [
+            {
+                "round": 0,
+                "path": path,
+                "workload": kind,
+                "mb_per_s": mb_per_s * ratio,
+                "cpu_s_per_gb": 3.0,
+            }
+            for kind in ("produce", "consume")
+        ]
+        out.append({"round": 0, "path": path, "workload": "latency", "p99_ms": 1 / ratio,
+                    "p50_ms": 0.5, "cpu_us_per_request": 120.0})  # fmt: skip
+    return out
+
+
+def result(mb_per_s: float) -> dict[str, Any]:
+    """What `main` renders: `summarize` of one round, with what it notes before the run."""
+    return summarize(rows(mb_per_s), {}, 5) | {
+        "when": "2026-11-30 07:00 UTC",  # fixed: a section rendered twice must match
+        "load_before": "0.50 0.40 0.30",
+        "kproxy": "0.1.0 @ abc1234",
+    }
 
 
 def test_a_section_written_before_the_end_marker_keeps_what_follows_it() -> None:
@@ -53,25 +67,6 @@ def test_rewriting_the_section_replaces_only_it() -> None:
 def test_a_file_without_the_section_gains_it_at_the_end() -> None:
     new = replace_section(MAIN, render_section(result(150.0)))
     assert new.startswith(MAIN) and new.rstrip().endswith(END_MARKER)
-
-
-def rows() -> list[dict[str, Any]]:
-    """What `measure` returns for one round of direct and kproxy."""
-    out = []
-    for path, ratio in (("direct", 1.0), ("kproxy", 0.9)):
-        out += [
-            {
-                "round": 0,
-                "path": path,
-                "workload": kind,
-                "mb_per_s": 100 * ratio,
-                "cpu_s_per_gb": 3.0,
-            }
-            for kind in ("produce", "consume")
-        ]
-        out.append({"round": 0, "path": path, "workload": "latency", "p99_ms": 1 / ratio,
-                    "p50_ms": 0.5, "cpu_us_per_request": 120.0})  # fmt: skip
-    return out
 
 
 @pytest.mark.parametrize("quick", [True, False])
@@ -117,3 +112,11 @@ def test_the_tls_layer_ab_runs_the_tree_against_a_revision(
         f"{kind} {size} B" for size in tls_layer.SIZES for kind in ("receive", "send")
     ]
     assert all("tree/baseline" in line for line in lines)
+
+
+def test_a_baseline_without_the_tls_layer_is_refused_by_name() -> None:
+    from bench import tls_layer
+
+    refused = re.escape("--baseline no-such-revision: no kproxy/tls.py there")
+    with pytest.raises(SystemExit, match=refused):
+        tls_layer.main(["--rounds", "1", "--baseline", "no-such-revision"])
