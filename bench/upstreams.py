@@ -55,6 +55,22 @@ ALL_PATHS = (
 #: python-floor is a diagnosis, asked for by name).
 DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p not in ("python-floor", "kproxy-base"))
 
+#: Load generators a path cannot serve, with the reason, by (path, generator): its runs of
+#: such a workload are recorded as skipped instead of each waiting out its timeout.
+UNSERVED_GENERATORS = {
+    ("tansu-proxy", "kafka-perf-test"): (
+        "tansu proxy 0.6.0 closes every connection of Apache Kafka 4.3's Java client: it "
+        "cannot parse the client's ApiVersions v4 request (its log: \"maximum tagged fields "
+        'exceeded"), so the Java perf tools stall until their timeout'
+    ),
+}
+
+
+def unserved_reason(path: str, generator: str) -> str | None:
+    """Why ``path`` cannot carry the load of ``generator``, or None when it can."""
+    return UNSERVED_GENERATORS.get((path, generator))
+
+
 PATH_DESCRIPTIONS = {
     "direct": "client to broker, nothing in between",
     "haproxy": "haproxy, TCP mode (no parsing: the floor)",
