@@ -44,7 +44,6 @@ from bench.upstreams import (
     ProxyProcess,
     Upstream,
     prefill,
-    unserved_reason,
 )
 
 # Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
@@ -321,10 +320,6 @@ class Harness:
             written = False  # whether a path of this round wrote to the broker already
             for path in round_order(self.paths, r):
                 status = self.results["paths"][path]["status"].get(up.name, "ok")
-                unserved = unserved_reason(path, wl.generator)
-                if status == "ok" and unserved is not None:
-                    status = f"unavailable: {unserved}"
-                    self.results["workloads"][wl.name].setdefault("unavailable", {})[path] = status
                 if status != "ok":
                     runs.append({"round": r, "path": path, "ok": False, "skipped": True,
                                  "error": status})  # fmt: skip

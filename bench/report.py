@@ -160,7 +160,7 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
     rows = []
     notes: list[str] = []
     for path, cells in summary.items():
-        status = wl.get("unavailable", {}).get(path) or path_status(results, path, upstream)
+        status = path_status(results, path, upstream)
         if status != "ok":
             rows.append([path] + ["-"] * (len(header) - 1))
             notes.append(f"{path}: {status}")

@@ -55,22 +55,6 @@ ALL_PATHS = (
 #: python-floor is a diagnosis, asked for by name).
 DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p not in ("python-floor", "kproxy-base"))
 
-#: Load generators a path cannot serve, with the reason, by (path, generator): its runs of
-#: such a workload are recorded as skipped instead of each waiting out its timeout.
-UNSERVED_GENERATORS = {
-    ("tansu-proxy", "kafka-perf-test"): (
-        "tansu proxy 0.6.0 closes every connection of Apache Kafka 4.3's Java client: it "
-        "cannot parse the client's ApiVersions v4 request (its log: \"maximum tagged fields "
-        'exceeded"), so the Java perf tools stall until their timeout'
-    ),
-}
-
-
-def unserved_reason(path: str, generator: str) -> str | None:
-    """Why ``path`` cannot carry the load of ``generator``, or None when it can."""
-    return UNSERVED_GENERATORS.get((path, generator))
-
-
 PATH_DESCRIPTIONS = {
     "direct": "client to broker, nothing in between",
     "haproxy": "haproxy, TCP mode (no parsing: the floor)",
@@ -145,6 +129,9 @@ class Upstream:
     #: Whether each workload first runs once untimed on the direct path (the harness's
     #: warm-up): for a broker whose first run of a workload is slower than the rest.
     warms_up = False
+    #: Paths that cannot carry any client to this upstream, with the reason: the harness
+    #: records them unavailable here instead of letting every run wait out its timeout.
+    unserved: dict[str, str] = {}
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -249,6 +236,8 @@ class Upstream:
         """Start the proxy of ``path`` in front of its side (not direct/haproxy)."""
         wd = self.workdir / path
         target = self.proxy_target_of(path)
+        if path in self.unserved:
+            raise Unavailable(self.unserved[path])
         if path == "tansu-proxy":
             if len(self.node_ids) > 1:
                 raise Unavailable(
