@@ -239,8 +239,10 @@ def render_markdown(
     results: dict[str, Any],
     png_name: str | None = "results.png",
     source: str = "bench/results.json",
+    notes: str = "",
 ) -> str:
-    """``source``: the results file, as the regenerate command should name it."""
+    """``source``: the results file, as the regenerate command should name it; ``notes``:
+    what was written by hand on this run, shown after the count of targets met."""
     meta = results.get("meta", {})
     machine = results.get("machine", {})
     versions = results.get("versions", {})
@@ -292,6 +294,8 @@ def render_markdown(
 
     verdicts = evaluate_targets(results)
     lines += ["", "## Targets", "", f"{met_share(verdicts)}; see `bench/targets.py`.", ""]
+    if notes:
+        lines += [notes, ""]
     lines += _table(
         ["target", "measured", "status"], [[v.target, v.measured, v.status] for v in verdicts]
     )
@@ -316,6 +320,21 @@ def render_markdown(
 
 #: Where sections written by other benchmarks start in RESULTS.md (kept on re-render).
 APPENDED_SECTIONS = "<!-- tls_bench -->"
+#: Where notes written by hand on one run end (they start at `run_notes_start`).
+RUN_NOTES_END = "<!-- /notes -->"
+
+
+def run_notes_start(results: dict[str, Any]) -> str:
+    """The marker that opens hand-written notes on the run of ``results``: named by the
+    run's start, so that notes on one run never carry over onto the page of another."""
+    return f"<!-- notes on the run started {results.get('meta', {}).get('started', '?')} -->"
+
+
+def kept_run_notes(old: str, results: dict[str, Any]) -> str:
+    """The notes on this run in ``old`` (a page rendered before), markers included."""
+    start = old.find(run_notes_start(results))
+    end = old.find(RUN_NOTES_END, start)
+    return old[start : end + len(RUN_NOTES_END)] if start >= 0 and end >= 0 else ""
 
 
 def write_outputs(results: dict[str, Any], md: Path | None, png: Path | None, source: Path) -> None:
@@ -330,10 +349,11 @@ def write_outputs(results: dict[str, Any], md: Path | None, png: Path | None, so
         if drew and png is not None:
             rel = png.name if png.parent == md.parent else str(png)
         md.parent.mkdir(parents=True, exist_ok=True)
-        # Sections other benchmarks append (bench.tls_bench) stay where they are.
+        # Sections other benchmarks append (bench.tls_bench) stay where they are, and so
+        # do notes written by hand on this same run.
         old = md.read_text() if md.exists() else ""
         kept = old[old.index(APPENDED_SECTIONS) :] if APPENDED_SECTIONS in old else ""
-        text = render_markdown(results, rel, _shown_path(source))
+        text = render_markdown(results, rel, _shown_path(source), kept_run_notes(old, results))
         md.write_text(text + ("\n" + kept if kept else ""))
 
 

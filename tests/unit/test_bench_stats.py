@@ -180,3 +180,19 @@ def test_results_page_says_how_far_the_farthest_round_strayed(tmp_path: Path) ->
     page = md.read_text()
     assert "1 of 2 stay within +-0.05" in page
     assert "| produce-1KiB | kproxy-uvloop | 0.96 +-0.06 | no | +-25% |" in page
+
+
+def test_notes_written_by_hand_on_a_run_survive_its_re_render_only(tmp_path: Path) -> None:
+    results = _results([95, 92, 97], [100, 100, 100], [40, 45, 41])
+    results["meta"] = {"mode": "full", "rounds": 3, "argv": ["run"], "started": "T1"}
+    md = tmp_path / "RESULTS.md"
+    report.write_outputs(results, md, None, tmp_path / "results.json")
+    notes = "<!-- notes on the run started T1 -->\nThe host was quiet.\n<!-- /notes -->"
+    counted = "targets met (100%); see `bench/targets.py`.\n"
+    page = md.read_text().replace(counted, f"{counted}\n{notes}\n", 1)
+    md.write_text(page)
+    report.write_outputs(results, md, None, tmp_path / "results.json")
+    assert md.read_text() == page  # `bench report` of the same run: nothing lost or moved
+    results["meta"]["started"] = "T2"  # another run written over the page
+    report.write_outputs(results, md, None, tmp_path / "results.json")
+    assert "The host was quiet." not in md.read_text()
