@@ -343,14 +343,22 @@ def test_readiness_with_and_without_credentials(
     the ApiVersions probe proves the cluster reachable (ready), one WARNING says why
     kproxy cannot list the brokers, and the brokers come from the answers clients get;
     a wrong password is a failed authentication, counted."""
-    assert kproxy.admin_get("/readyz")[0] == 200
-    assert {n["id"] for n in kproxy.topology()["nodes"]} == set(kafka.nodes)
+    wait_until(lambda: kproxy.admin_get("/readyz")[0] == 200, 30, what="ready with sasl")
+    # Ready comes with the ApiVersions answer, the brokers with the Metadata after it.
+    wait_until(
+        lambda: {n["id"] for n in kproxy.topology()["nodes"]} == set(kafka.nodes),
+        30,
+        what="every broker listed before any client asks",
+    )
 
     kafka.create_topic("sasl-bare", 2, 2)
     (tmp_path / "bare").mkdir()
     (tmp_path / "wrong").mkdir()
     with kproxy_for(tmp_path / "bare", kafka, certs) as bare:
         wait_until(lambda: bare.admin_get("/readyz")[0] == 200, 30, what="ready without sasl")
+        # The WARNING comes a round trip after ready, when the broker closes the
+        # Metadata request that follows ApiVersions.
+        wait_until(lambda: "no cluster.sasl?" in bare.log(), 30, what="the WARNING on why")
         assert bare.log().count("no cluster.sasl?") == 1
         assert bare.topology()["nodes"] == []
         got = roundtrip(bare.bootstrap, client_sasl("PLAIN"), "sasl-bare", "alice-bare")
