@@ -234,10 +234,10 @@ class Upstream:
     # -- proxies -----------------------------------------------------------------------
     def start_proxy(self, path: str) -> ProxyProcess:
         """Start the proxy of ``path`` in front of its side (not direct/haproxy)."""
-        wd = self.workdir / path
-        target = self.proxy_target_of(path)
         if path in self.unserved:
             raise Unavailable(self.unserved[path])
+        wd = self.workdir / path
+        target = self.proxy_target_of(path)
         if path == "tansu-proxy":
             if len(self.node_ids) > 1:
                 raise Unavailable(
