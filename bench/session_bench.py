@@ -55,6 +55,7 @@ from bench.session_pairs import (
     LARGE_RECORD_BYTES,
     PAIRS_PER_CALL,
     PIPELINED,
+    SMALL_FETCH_READS,
     SMALL_FETCH_RECORDS,
     events_dir,
     pair_builders,
@@ -80,6 +81,7 @@ def measure(repeat: int) -> dict[str, object]:
         "runtime_pipelined_us_per_pair": us["runtime-pipelined"],
         "runtime_fetch_us_per_pair": us["runtime-fetch"],
         "runtime_fetch_small_us_per_pair": us["runtime-fetch-small"],
+        "runtime_fetch_small_parts_us_per_pair": us["runtime-fetch-small-parts"],
         "least_us_per_pair": us["least"],
         "compiled": not str(module.__file__).endswith(".py"),
     }
@@ -155,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             "runtime-pipelined",
             "runtime-fetch",
             "runtime-fetch-small",
+            "runtime-fetch-small-parts",
             "least",
         ):
             print(f"{which}: {instructions_per_pair(which):,} instructions per pair")
@@ -188,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  a Fetch v17 request and its response of {len(SMALL_FETCH_RECORDS)} partitions, "
         f"{sum(SMALL_FETCH_RECORDS)} B of records, in one read (gathered): "
-        f"{here['runtime_fetch_small_us_per_pair']:.2f} us ({kind})"
+        f"{here['runtime_fetch_small_us_per_pair']:.2f} us ({kind}); in "
+        f"{SMALL_FETCH_READS} reads, as a broker writes it: "
+        f"{here['runtime_fetch_small_parts_us_per_pair']:.2f} us"
     )
     print(
         "the least Python a pair needs (bench/least_pair.py, a yardstick, not kproxy): "

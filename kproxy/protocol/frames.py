@@ -21,6 +21,7 @@ from kproxy.protocol.errors import FrameTooLarge, NegativeFrameSize, NotKafka
 from kproxy.protocol.primitives import INT32
 
 _size: Final = INT32.unpack_from
+_pack_size: Final = INT32.pack
 # A piece of an incomplete frame at least this long is kept by reference, not copied.
 _REFERENCE_AT_LEAST: Final = 16384
 
@@ -215,6 +216,57 @@ class FrameReader:
         # equals n - 4.
         size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
         return size + 4 == n and size <= self.max_frame_bytes
+
+    def _gathers(self, size: int) -> bool:
+        """A frame of `size` bytes is returned whole, never handed over in pieces."""
+        return self.stream_after == 0 or size < self.stream_after
+
+    def kept_part(self, data: bytes) -> bool:
+        """Keep `data` if it is the start or the next part of a frame returned whole
+        (smaller than ``stream_after``) and does not complete it, the size of the stream's
+        first frame already checked: what `feed_through` would do with it, returning no
+        frame. False: not such a read, nothing changed.
+
+        A broker writes a Fetch response in parts (its header, then the records from the
+        log with sendfile, then the fields after them), and a proxy reading as soon as
+        bytes arrive mostly reads it in two or three parts."""
+        if self._passing or self._offered or self._head:
+            return False
+        n = len(data)
+        need = self._need
+        if need < 0:  # a frame's first bytes, its size prefix whole
+            if n < 4 or self._first:  # the stream's first size is `_check`ed
+                return False
+            size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
+            if n - 4 >= size or size > self.max_frame_bytes or not self._gathers(size):
+                return False  # whole (or negative: the top bit set), or too large
+            self._need = size
+            self._have = n - 4
+            self._keep(memoryview(data)[4:], True)
+            return True
+        if self._have + n >= need or not self._gathers(need):
+            return False
+        self._have += n
+        self._keep(memoryview(data), True)
+        return True
+
+    def completed_by(self, data: bytes) -> bytes | None:
+        """The frame, its size prefix included, that `data` completes exactly (a frame
+        returned whole whose earlier parts are in hand), without taking it: `taken`
+        does. None: not such a read."""
+        need = self._need
+        if need < 0 or self._passing or self._offered or self._have + len(data) != need:
+            return None
+        pieces = self._pieces or ()
+        return b"".join((_pack_size(need), *pieces, data))
+
+    def taken(self) -> None:
+        """The frame `completed_by` returned was taken by the caller: the next byte read
+        is a frame's first."""
+        self._pieces = None
+        self._need = -1
+        self._have = 0
+        self._first = False
 
     def _feed(self, data: bytes | bytearray | memoryview, stream: bool) -> list[Any]:
         frames: list[Any] = []

@@ -244,22 +244,27 @@ class ClientConnection(asyncio.Protocol):
             return
         svc = self.services
         now = self.last_active = _now()
-        req = None if self.draining else self.session.response_alone(data)
+        session = self.session
+        req = None if self.draining else session.response_alone(data)
         if req is not None:  # one plain response read alone (kproxy.session.fast_lane)
-            if self.tls is None:
-                transport.write(data)
-            else:
-                transport.write(self.tls.send([data]))
-            svc.observe_response(req, len(data) - 4, now - req.received, _now())
+            self._send_response(transport, req, data, now)
             return
         if not self.draining:
             # Inside a large response forwarded as it arrives, in bytes nothing reads.
-            if self.session.streamed_passes(data):
+            if session.streamed_passes(data):
                 self._write_client([data])
+                return
+            # A small response read in parts (as a broker writes a Fetch response): kept
+            # until its last part, then sent whole if it is plain.
+            part = session.response_part(data)
+            if part is True:
+                return
+            if isinstance(part, tuple):
+                self._send_response(transport, part[0], part[1], now)
                 return
             # Several whole responses in one read: as for requests.
             taken: list[tuple[InFlight, int]] = []
-            end = self.session.responses_leading(data, taken)
+            end = session.responses_leading(data, taken)
             if end:
                 self._write_client([data if end == len(data) else data[:end]])
                 done = _now()
@@ -289,6 +294,16 @@ class ClientConnection(asyncio.Protocol):
             self._resume("in_flight")
         if self.draining and not self.session.answering and not self.session.streaming_request:
             self.close("shutdown")
+
+    def _send_response(
+        self, transport: asyncio.Transport, req: InFlight, response: bytes, now: float
+    ) -> None:
+        """A whole plain response the fast lane took, to the client as it came."""
+        if self.tls is None:
+            transport.write(response)
+        else:
+            transport.write(self.tls.send([response]))
+        self.services.observe_response(req, len(response) - 4, now - req.received, _now())
 
     def upstream_full(self, full: bool) -> None:
         if full:

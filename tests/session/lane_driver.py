@@ -122,6 +122,8 @@ class Driven:
         self.taken = taken  # frames the lane took (over the connections of one example)
         self.leading = 0  # frames the lane took from the front of the last read of several
         self.passed = 0  # reads inside a streamed response the lane sent on
+        self.kept = 0  # reads of part of a small response the lane kept
+        self.completed = 0  # small responses read in parts the lane sent whole
         self.session = ProxySession(
             address_map(open_nodes=(1, 2)),
             SessionLimits(1 << 20, max_in_flight),
@@ -166,12 +168,20 @@ class Driven:
         self.leading = 0
         if self.lane:
             taken: list[tuple[InFlight, int]] = []
+            # In the runtime's order (kproxy.proxy.client.ClientConnection.upstream_bytes).
             req = s.response_alone(data)
-            if req is not None:
-                taken, end = [(req, len(data) - 4)], len(data)
-            elif s.streamed_passes(data):
+            if req is None and s.streamed_passes(data):
                 self.passed += 1
                 return ("upstream", data, b"", [], [], [], False, None)
+            part = False if req is not None else s.response_part(data)
+            if part is True:
+                self.kept += 1
+                return ("upstream", b"", b"", [], [], [], False, None)
+            if isinstance(part, tuple):
+                self.completed += 1
+                req, data = part  # what the lane sends: the whole response, as it came
+            if req is not None:
+                taken, end = [(req, len(data) - 4)], len(data)
             else:
                 end = s.responses_leading(data, taken)
                 self.leading = len(taken)

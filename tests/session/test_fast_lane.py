@@ -70,6 +70,14 @@ STREAMED = st.tuples(
     st.integers(0, 999),  # where the first cut falls in the first read (per mille)
     st.lists(st.integers(1, 300), max_size=3),  # more cuts, this far from the end
 )
+# A round trip whose response arrives in parts, cut at these per-mille points (a broker
+# writes a Fetch response in two or three: the lane keeps the parts, sends it whole).
+IN_PARTS = st.tuples(
+    st.just("in parts"),
+    st.sampled_from(sorted(ANSWERS)),
+    st.integers(0, 2),
+    st.lists(st.integers(0, 1000), min_size=1, max_size=4),
+)
 ACTIONS = st.lists(
     st.one_of(
         # Any pieces from one side: whole, split or run together, valid or not.
@@ -86,6 +94,8 @@ ACTIONS = st.lists(
         ROUND_TRIP,
         PIPELINED,
         STREAMED,
+        IN_PARTS,
+        IN_PARTS,
     ),
     min_size=3,
     max_size=30,
@@ -128,6 +138,14 @@ def test_the_lane_and_the_general_path_agree(
                 for kind, answer, corr in trips
             ]
             reads = [("client", requests), ("upstream", b"".join(responses))]
+        elif action[0] == "in parts":
+            _, kind, answer, cuts = action
+            corr = 1000 + i
+            answers = ANSWERS[kind]
+            response = upstream_piece(answers[answer % len(answers)], corr)
+            at = sorted({0, len(response), *(len(response) * c // 1000 for c in cuts)})
+            reads = [("client", client_piece(kind, corr))]
+            reads += [("upstream", response[a:b]) for a, b in itertools.pairwise(at)]
         elif action[0] == "streamed":
             reads = streamed_round_trip(*action[1:], corr=1000 + i)
         else:
@@ -137,10 +155,14 @@ def test_the_lane_and_the_general_path_agree(
             reads = [(side, data) for data in reads_of(pieces, cut, mode)]
         for side, data in reads:
             now += 0.001
-            passed = fast.passed
+            passed, kept, completed = fast.passed, fast.kept, fast.completed
             got = fast.client(data, now) if side == "client" else fast.upstream(data, now)
             if fast.passed > passed:
                 event("the lane sent on a read inside a streamed response")
+            if fast.kept > kept:
+                event("the lane kept part of a small response")
+            if fast.completed > completed:
+                event("the lane sent a small response read in parts")
             # What the lane took from the front of a read of several frames, it took each
             # frame as if read alone: so the general path is given them so.
             assert got == general.reads(side, frames_then_rest(data, fast.leading), now)
@@ -179,6 +201,33 @@ def test_the_lane_takes_the_commonest_reads() -> None:
     for corr, version in ((4, 17), (5, 11)):
         assert pair(driven, fetch_request(version, corr), fetch(corr, version, "plain")) == 2
     assert len(driven.session.inflight) == 0
+
+
+def in_parts(driven: Driven, response: bytes, *cuts: int) -> bytes:
+    """`response` read in parts, cut at `cuts`: what the client was sent of it."""
+    at = [0, *cuts, len(response)]
+    return b"".join(driven.upstream(response[a:b], 1.5)[1] for a, b in itertools.pairwise(at))
+
+
+def test_the_lane_sends_a_small_response_read_in_parts_whole() -> None:
+    """As a broker writes a Fetch response (its header, the records, the fields after
+    them), kproxy reads it in parts: the lane keeps them and sends the response whole
+    once its last part is in, when it has nothing to act on, and leaves the last part
+    to the general path otherwise."""
+    driven = Driven(True, 100, frozenset(), awaits=False)
+    # The connection's first request, and the first part of its first response, go to
+    # the general path, which checks the size of each stream's first frame; the lane
+    # takes the rest.
+    for corr, version in ((1, 17), (2, 17), (3, 11)):
+        assert driven.client(fetch_request(version, corr), 1.0)[1]
+        response = fetch(corr, version, "plain")
+        assert in_parts(driven, response, 40, len(response) - 10) == response
+    assert (driven.kept, driven.completed, driven.taken) == (5, 3, 5)
+    moved = fetch(4, 17, "moved")
+    driven.client(fetch_request(17, 4), 1.0)
+    sent = in_parts(driven, moved, 40, len(moved) - 10)
+    assert (driven.kept, driven.completed, driven.taken) == (7, 3, 6)
+    assert b"broker-2.invalid" not in sent and len(driven.session.inflight) == 0
 
 
 def test_the_lane_records_each_request_s_own_client_id() -> None:

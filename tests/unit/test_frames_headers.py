@@ -170,6 +170,40 @@ def test_feed_through_without_streaming_is_feed(one_first: bool, chunks: list[by
         assert fast.buffered == plain.buffered
 
 
+def whole_frames(reader: FrameReader, chunk: bytes) -> list[bytes]:
+    """`feed_through`, every frame asked for whole (`gather` after a `FrameStart`)."""
+    items = reader.feed_through(chunk)
+    if any(type(f) is FrameStart for f in items):
+        reader.gather()
+    return [bytes(f) for f in items if type(f) is memoryview]
+
+
+@given(st.integers(0, 60), st.booleans(), st.lists(_CHUNK, max_size=12))
+@example(20, True, [framed(b"a" * 15)[:9], framed(b"a" * 15)[9:12], framed(b"a" * 15)[12:]])
+def test_parts_kept_and_completed_are_what_feed_through_does(
+    stream_after: int, one_first: bool, chunks: list[bytes]
+) -> None:
+    """Reading as the fast lane does (`kept_part`, or `completed_by` and `taken`, and
+    `feed_through` for a read both decline) gives the same frames, errors and buffered
+    count as `feed_through` alone: the lane takes no read that would be refused, and no
+    part of a frame of ``stream_after`` bytes or more."""
+    lane, plain = FrameReader(40, stream_after), FrameReader(40, stream_after)
+    for chunk in [framed(b"first")] * one_first + chunks:
+        try:
+            expected = whole_frames(plain, chunk)
+        except ProtocolError:
+            assert not lane.kept_part(chunk) and lane.completed_by(chunk) is None
+            return
+        if lane.kept_part(chunk):
+            assert expected == []
+        elif (frame := lane.completed_by(chunk)) is not None:
+            assert [framed(e) for e in expected] == [frame]
+            lane.taken()
+        else:
+            assert whole_frames(lane, chunk) == expected
+        assert lane.buffered == plain.buffered
+
+
 def test_gather_only_after_a_frame_start() -> None:
     reader = FrameReader(1000, stream_after=10)
     with pytest.raises(RuntimeError):
