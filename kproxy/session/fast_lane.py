@@ -219,12 +219,12 @@ class FastLane:
     def response_part(self, data: bytes) -> tuple[InFlight, bytes] | bool:
         """Take a read of part of a small response (one gathered whole: a broker writes
         a Fetch response in two or three parts) when nothing is held, streaming or
-        waiting. True: its start or a middle part, kept, nothing to send yet. The
-        request it answers and the response whole (its size included), the request now
-        out of the in-flight table: its last part, the response one the general path
-        would then forward as `response_alone` does, to be sent to the client as it is.
+        waiting. True: its start or a middle part, kept, nothing to send yet. A tuple:
+        its last part, completing a response `response_alone` would have taken had it
+        come in one read; the request it answers, now out of the in-flight table, and
+        the response whole (its size included), to be sent to the client as it is.
         False: not taken, nothing changed."""
-        if self._held or self._stream is not None or self._waiting or self._paused_for_inflight:
+        if not self._responses_may_pass():
             return False
         reader = self.upstream_reader
         if reader.kept_part(data):
