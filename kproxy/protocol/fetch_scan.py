@@ -35,7 +35,8 @@ from __future__ import annotations
 from typing import Final
 
 from kproxy.protocol.errors import MalformedMessage
-from kproxy.protocol.scan_fields import count_at, length_at, past_topic, uvarint_at
+from kproxy.protocol.primitives import read_uvarint
+from kproxy.protocol.scan_fields import count_at, past_topic, uvarint_at
 from kproxy.protocol.walker import MAX_TAGGED_FIELDS
 
 FIRST_VERSION: Final = 4
@@ -64,44 +65,135 @@ def fetch_response_is_plain(buf: bytes, pos: int, stop: int, version: int) -> bo
 
 def _scan(buf: bytes, pos: int, stop: int, version: int) -> int:
     """The end of a plain body, or -1 as soon as it is not plain."""
-    flexible = version >= FLEXIBLE_FROM
     pos += 10 if version >= 7 else 4  # ThrottleTimeMs, ErrorCode, SessionId
+    if version < FLEXIBLE_FROM:
+        return _topics(buf, pos, stop, version)
+    pos = _flexible_topics(buf, pos, stop, version >= 13)  # TopicId from v13
+    if pos < 0:
+        return -1
+    if buf[pos] != 0:
+        return -1  # a top-level tagged field: NodeEndpoints, or one it might be
+    return pos + 1
+
+
+def _topics(buf: bytes, pos: int, stop: int, version: int) -> int:
+    """`_scan`'s Responses before flexible versions (4-11): the position after them, or
+    -1. Its int32 counts and lengths are read inline, as `_flexible_topics` reads its
+    varints; a count or length below -1, or -1 where null is not allowed, is not plain
+    (the walker refuses the one, reads the other as empty: it decides)."""
     # Index, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset (v5+)
     fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
-    topics, pos = count_at(buf, pos, flexible)
+    replica = 4 if version >= 11 else 0  # PreferredReadReplica
+    topics = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+    if topics >= 0x80000000:
+        return -1
+    pos += 4
     for _ in range(topics):
-        pos = past_topic(buf, pos, flexible, version >= 13)  # TopicId from v13
-        if pos < 0:
+        name = buf[pos] << 8 | buf[pos + 1]
+        if name >= 0x8000:
+            return -1  # a null name (never valid) or a negative length
+        pos += 2 + name
+        partitions = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+        if partitions >= 0x80000000:
             return -1
-        partitions, pos = count_at(buf, pos, flexible)
+        pos += 4
         for _ in range(partitions):
             if buf[pos + 4] or buf[pos + 5]:
                 return -1  # an error (ErrorCode, after the partition's Index)
             pos += fixed
-            aborted, pos = count_at(buf, pos, flexible, True)
-            if not flexible:
+            aborted = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+            pos += 4
+            if aborted >= 0x80000000:
+                if aborted != 0xFFFFFFFF:
+                    return -1  # negative, and not null
+            else:
                 pos += 16 * aborted  # ProducerId, FirstOffset
-            for _ in range(aborted if flexible else 0):
-                pos = _tagged(buf, pos + 16, -1)
-                if pos < 0 or pos > stop:
-                    return -1
-            if version >= 11:
-                pos += 4  # PreferredReadReplica
-            size, pos = length_at(buf, pos, flexible, False)
-            if size > 0:
+            pos += replica
+            size = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+            pos += 4
+            if size >= 0x80000000:
+                if size != 0xFFFFFFFF:
+                    return -1  # negative, and not null
+            else:
                 pos += size  # Records: passed over
-            if flexible:
+            if pos > stop:
+                return -1
+    return pos
+
+
+def _flexible_topics(buf: bytes, pos: int, stop: int, topic_ids: bool) -> int:
+    """`_scan`'s Responses in a flexible version (12+, what current consumers send):
+    the position after them, or -1. Every count, length and tag-field count is read
+    inline, a call only for a varint of more than two bytes or a tagged field present:
+    this runs on every small Fetch response, once per partition, and a call is most of a
+    field's cost in pure Python."""
+    topics = buf[pos]
+    if topics < 0x80:
+        pos += 1
+    else:
+        topics, pos = read_uvarint(buf, pos)
+    if topics == 0:
+        return -1  # a null array: not the shape skipped (the walk reads it as empty)
+    for _ in range(topics - 1):  # a compact count is one more than the array's length
+        if topic_ids:
+            pos += 16
+        else:
+            pos = past_topic(buf, pos, True, False)
+            if pos < 0:
+                return -1
+        partitions = buf[pos]
+        if partitions < 0x80:
+            pos += 1
+        else:
+            partitions, pos = read_uvarint(buf, pos)
+        if partitions == 0:
+            return -1  # a null array: not the shape skipped (the walk reads it as empty)
+        for _ in range(partitions - 1):
+            if buf[pos + 4] or buf[pos + 5]:
+                return -1  # an error (ErrorCode, after the partition's Index)
+            # Index, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset: 30 bytes;
+            # then AbortedTransactions, null (0) or empty (1) unless a transaction aborted.
+            pos += 30
+            if buf[pos] > 1:
+                pos = _aborted(buf, pos, stop)
+                if pos < 0:
+                    return -1
+            else:
+                pos += 1
+            pos += 4  # PreferredReadReplica
+            size = buf[pos]  # Records: a compact length, one more than the size
+            if size < 0x80:
+                pos += 1
+            elif buf[pos + 1] < 0x80:  # below 16 KiB: two bytes
+                size = (size & 0x7F) | buf[pos + 1] << 7
+                pos += 2
+            else:
+                size, pos = read_uvarint(buf, pos)
+            if size > 1:
+                pos += size - 1  # passed over
+            if buf[pos] == 0:  # the commonest case by far: no tagged field
+                pos += 1
+            else:
                 pos = _tagged(buf, pos, CURRENT_LEADER_TAG)
             if pos < 0 or pos > stop:
                 return -1
-        if flexible:
+        if buf[pos] == 0:
+            pos += 1
+        else:
             pos = _tagged(buf, pos, -1)
         if pos < 0 or pos > stop:
             return -1
-    if flexible:
-        if buf[pos] != 0:
-            return -1  # a top-level tagged field: NodeEndpoints, or one it might be
-        pos += 1
+    return pos
+
+
+def _aborted(buf: bytes, pos: int, stop: int) -> int:
+    """Past a flexible version's AbortedTransactions that holds some: -1 when it does
+    not add up."""
+    aborted, pos = count_at(buf, pos, True, True)
+    for _ in range(aborted):
+        pos = _tagged(buf, pos + 16, -1)  # ProducerId, FirstOffset, tagged fields
+        if pos < 0 or pos > stop:
+            return -1
     return pos
 
 

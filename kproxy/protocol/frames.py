@@ -217,10 +217,6 @@ class FrameReader:
         size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
         return size + 4 == n and size <= self.max_frame_bytes
 
-    def _gathers(self, size: int) -> bool:
-        """A frame of `size` bytes is returned whole, never handed over in pieces."""
-        return self.stream_after == 0 or size < self.stream_after
-
     def kept_part(self, data: bytes) -> bool:
         """Keep `data` if it is the start or the next part of a frame returned whole
         (smaller than ``stream_after``) and does not complete it, the size of the stream's
@@ -238,13 +234,17 @@ class FrameReader:
             if n < 4 or self._first:  # the stream's first size is `_check`ed
                 return False
             size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
-            if n - 4 >= size or size > self.max_frame_bytes or not self._gathers(size):
+            # A frame of `stream_after` bytes or more is handed over in pieces, never
+            # gathered whole (read inline: this runs for every part of a small response).
+            stream_after = self.stream_after
+            if n - 4 >= size or size > self.max_frame_bytes or 0 < stream_after <= size:
                 return False  # whole (or negative: the top bit set), or too large
             self._need = size
             self._have = n - 4
             self._keep(memoryview(data)[4:], True)
             return True
-        if self._have + n >= need or not self._gathers(need):
+        stream_after = self.stream_after
+        if self._have + n >= need or 0 < stream_after <= need:
             return False
         self._have += n
         self._keep(memoryview(data), True)

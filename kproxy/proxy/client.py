@@ -250,17 +250,19 @@ class ClientConnection(asyncio.Protocol):
             self._send_response(transport, req, data, now)
             return
         if not self.draining:
-            # Inside a large response forwarded as it arrives, in bytes nothing reads.
-            if session.streamed_passes(data):
-                self._write_client([data])
-                return
             # A small response read in parts (as a broker writes a Fetch response): kept
-            # until its last part, then sent whole if it is plain.
+            # until its last part, then sent whole if it is plain. Asked before
+            # `streamed_passes` (the two never both take a read): a consumer's responses
+            # are mostly small, and a streamed one's reads are ~100 KB each.
             part = session.response_part(data)
             if part is True:
                 return
             if isinstance(part, tuple):
                 self._send_response(transport, part[0], part[1], now)
+                return
+            # Inside a large response forwarded as it arrives, in bytes nothing reads.
+            if session.streamed_passes(data):
+                self._write_client([data])
                 return
             # Several whole responses in one read: as for requests.
             taken: list[tuple[InFlight, int]] = []

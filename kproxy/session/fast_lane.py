@@ -224,7 +224,8 @@ class FastLane:
         come in one read; the request it answers, now out of the in-flight table, and
         the response whole (its size included), to be sent to the client as it is.
         False: not taken, nothing changed."""
-        if not self._responses_may_pass():
+        # `_responses_may_pass`, inline: this runs for every part of a small response.
+        if self._held or self._stream is not None or self._waiting or self._paused_for_inflight:
             return False
         reader = self.upstream_reader
         if reader.kept_part(data):

@@ -181,3 +181,30 @@ def test_a_negative_length_is_not_plain() -> None:
     assert frame.endswith(b"\x00\x00\x00\x00")  # the empty records' length, last
     spoiled = frame[:-4] + b"\xff\xff\xff\xfe"
     assert not fetch_response_is_plain(spoiled, body, len(spoiled), 11)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("array", ["responses", "partitions"])
+def test_a_null_array_is_not_plain(version: int, array: str) -> None:
+    # Null (compact count 0, int32 count -1) where the schema allows none: not the shape
+    # the scan skips, even with nothing after it; the walk, which reads it as empty,
+    # decides.
+    msg = fetch_response(version, [b"r" * 10])
+    if array == "responses":
+        msg = dataclasses.replace(msg, responses=())
+    else:  # a topic with no partition: the body adds up as well with the null as without
+        msg = dataclasses.replace(
+            msg, responses=(dataclasses.replace(msg.responses[0], partitions=()),)
+        )
+    said, frame, body = scan(msg, version)
+    assert said
+    at = body + (10 if version >= 7 else 4)  # ThrottleTimeMs, ErrorCode, SessionId
+    flexible = version >= 12
+    if array == "partitions":  # after the topic count and its id (v13+) or name
+        at += (1 if flexible else 4) + (16 if version >= 13 else 0)
+        if version < 13:
+            at += (1 if flexible else 2) + len(b"orders")
+            assert frame[at - 6 : at] == b"orders"
+    null = b"\x00" if flexible else b"\xff\xff\xff\xff"
+    spoiled = frame[:at] + null + frame[at + len(null) :]
+    assert not fetch_response_is_plain(spoiled, body, len(spoiled), version)
