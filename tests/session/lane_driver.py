@@ -170,9 +170,6 @@ class Driven:
             taken: list[tuple[InFlight, int]] = []
             # In the runtime's order (kproxy.proxy.client.ClientConnection.upstream_bytes).
             req = s.response_alone(data)
-            if req is None and s.streamed_passes(data):
-                self.passed += 1
-                return ("upstream", data, b"", [], [], [], False, None)
             part = False if req is not None else s.response_part(data)
             if part is True:
                 self.kept += 1
@@ -180,6 +177,9 @@ class Driven:
             if isinstance(part, tuple):
                 self.completed += 1
                 req, data = part  # what the lane sends: the whole response, as it came
+            elif req is None and s.streamed_passes(data):
+                self.passed += 1
+                return ("upstream", data, b"", [], [], [], False, None)
             if req is not None:
                 taken, end = [(req, len(data) - 4)], len(data)
             else:
