@@ -123,32 +123,31 @@ def _topics(buf: bytes, pos: int, stop: int, version: int) -> int:
 
 def _flexible_topics(buf: bytes, pos: int, stop: int, topic_ids: bool) -> int:
     """`_scan`'s Responses in a flexible version (12+, what current consumers send):
-    the position after them, or -1. Every count, length and tag-field count is read
-    inline, a call only for a varint of more than two bytes or a tagged field present:
-    this runs on every small Fetch response, once per partition, and a call is most of a
-    field's cost in pure Python."""
-    topics = buf[pos]
-    if topics < 0x80:
+    the position after them, or -1. A partition's fields are read inline, a call left
+    only for a varint of more than two bytes, aborted transactions or a tagged field
+    present: this runs for every partition of every small Fetch response, and a call is
+    most of a field's cost in pure Python."""
+    # Each count inline when it is a one-byte compact count of at least one element, as
+    # `kproxy.protocol.produce_scan` reads them; else `count_at`, which raises for a null
+    # array (not the shape skipped, though the walk reads it as empty).
+    topics = buf[pos] - 1
+    if 0 <= topics < 0x7F:
         pos += 1
     else:
-        topics, pos = read_uvarint(buf, pos)
-    if topics == 0:
-        return -1  # a null array: not the shape skipped (the walk reads it as empty)
-    for _ in range(topics - 1):  # a compact count is one more than the array's length
+        topics, pos = count_at(buf, pos, True)
+    for _ in range(topics):
         if topic_ids:
             pos += 16
         else:
             pos = past_topic(buf, pos, True, False)
             if pos < 0:
                 return -1
-        partitions = buf[pos]
-        if partitions < 0x80:
+        partitions = buf[pos] - 1
+        if 0 <= partitions < 0x7F:
             pos += 1
         else:
-            partitions, pos = read_uvarint(buf, pos)
-        if partitions == 0:
-            return -1  # a null array: not the shape skipped (the walk reads it as empty)
-        for _ in range(partitions - 1):
+            partitions, pos = count_at(buf, pos, True)
+        for _ in range(partitions):
             if buf[pos + 4] or buf[pos + 5]:
                 return -1  # an error (ErrorCode, after the partition's Index)
             # Index, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset: 30 bytes;
