@@ -36,7 +36,7 @@ from typing import Final
 
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.primitives import read_uvarint
-from kproxy.protocol.scan_fields import count_at, past_topic, uvarint_at
+from kproxy.protocol.scan_fields import count_at, length_at, past_topic, uvarint_at
 from kproxy.protocol.walker import MAX_TAGGED_FIELDS
 
 FIRST_VERSION: Final = 4
@@ -77,44 +77,26 @@ def _scan(buf: bytes, pos: int, stop: int, version: int) -> int:
 
 
 def _topics(buf: bytes, pos: int, stop: int, version: int) -> int:
-    """`_scan`'s Responses before flexible versions (4-11): the position after them, or
-    -1. Its int32 counts and lengths are read inline, as `_flexible_topics` reads its
-    varints; a count or length below -1, or -1 where null is not allowed, is not plain
-    (the walker refuses the one, reads the other as empty: it decides)."""
+    """`_scan`'s Responses before flexible versions (4-11, older clients): the position
+    after them, or -1. Its counts and lengths are read by `kproxy.protocol.scan_fields`,
+    which raises for a count or length below -1, or -1 where null is not allowed: not
+    plain (the walker refuses the one, reads the other as empty: it decides). Inline
+    reads, as `_flexible_topics` has, would save 0.45 us of 2.0 for three partitions."""
     # Index, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset (v5+)
     fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
     replica = 4 if version >= 11 else 0  # PreferredReadReplica
-    topics = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
-    if topics >= 0x80000000:
-        return -1
-    pos += 4
+    topics, pos = count_at(buf, pos, False)
     for _ in range(topics):
-        name = buf[pos] << 8 | buf[pos + 1]
-        if name >= 0x8000:
-            return -1  # a null name (never valid) or a negative length
-        pos += 2 + name
-        partitions = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
-        if partitions >= 0x80000000:
+        pos = past_topic(buf, pos, False, False)
+        if pos < 0:
             return -1
-        pos += 4
+        partitions, pos = count_at(buf, pos, False)
         for _ in range(partitions):
             if buf[pos + 4] or buf[pos + 5]:
                 return -1  # an error (ErrorCode, after the partition's Index)
-            pos += fixed
-            aborted = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
-            pos += 4
-            if aborted >= 0x80000000:
-                if aborted != 0xFFFFFFFF:
-                    return -1  # negative, and not null
-            else:
-                pos += 16 * aborted  # ProducerId, FirstOffset
-            pos += replica
-            size = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
-            pos += 4
-            if size >= 0x80000000:
-                if size != 0xFFFFFFFF:
-                    return -1  # negative, and not null
-            else:
+            aborted, pos = count_at(buf, pos + fixed, False, True)
+            size, pos = length_at(buf, pos + 16 * aborted + replica, False, False)
+            if size > 0:
                 pos += size  # Records: passed over
             if pos > stop:
                 return -1
