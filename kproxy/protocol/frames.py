@@ -230,21 +230,19 @@ class FrameReader:
             return False
         n = len(data)
         need = self._need
+        # Below: a frame of `stream_after` bytes or more is handed over in pieces, never
+        # gathered whole (tested inline: this runs for every part of a small response).
         if need < 0:  # a frame's first bytes, its size prefix whole
             if n < 4 or self._first:  # the stream's first size is `_check`ed
                 return False
             size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
-            # A frame of `stream_after` bytes or more is handed over in pieces, never
-            # gathered whole (read inline: this runs for every part of a small response).
-            stream_after = self.stream_after
-            if n - 4 >= size or size > self.max_frame_bytes or 0 < stream_after <= size:
+            if n - 4 >= size or size > self.max_frame_bytes or 0 < self.stream_after <= size:
                 return False  # whole (or negative: the top bit set), or too large
             self._need = size
             self._have = n - 4
             self._keep(memoryview(data)[4:], True)
             return True
-        stream_after = self.stream_after
-        if self._have + n >= need or 0 < stream_after <= need:
+        if self._have + n >= need or 0 < self.stream_after <= need:
             return False
         self._have += n
         self._keep(memoryview(data), True)
