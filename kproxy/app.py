@@ -12,7 +12,9 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from kproxy import __version__
 from kproxy.admin.server import AdminServer
+from kproxy.build import event_loop_kind, hot_path_build
 from kproxy.describe import describe
 from kproxy.hostport import format_host_port, is_wildcard
 from kproxy.observability import Observability
@@ -86,6 +88,12 @@ async def serve(
         await proxy.start()
         _on_sighup(ConfigReloader(config_path, proxy, observer).reload)
         observer.start_events(_own_bootstrap(settings, proxy.bootstrap_port))
+        log.info(
+            "kproxy %s, hot path %s, event loop %s",
+            __version__,
+            hot_path_build(),
+            event_loop_kind(),
+        )
         log.info(
             "kproxy bootstrap at %s -> %s",
             format_host_port(settings.listeners.advertised_host, proxy.bootstrap_port),

@@ -80,7 +80,10 @@ def configure_logging(level: str) -> None:
 
 
 def _cmd_version(args: argparse.Namespace) -> int:
+    from kproxy.build import hot_path_build
+
     print(f"kproxy {__version__}")
+    print(f"hot path: {hot_path_build()}")
     return 0
 
 
@@ -245,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kproxy {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("version", help="print the version")
+    p = sub.add_parser("version", help="print the version and whether the hot path is compiled")
     p.set_defaults(func=_cmd_version, parser=p)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")

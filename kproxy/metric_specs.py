@@ -285,8 +285,9 @@ QUORUM_LEADER_CHANGES = MetricSpec(
 BUILD_INFO = MetricSpec(
     "kproxy_build_info",
     GAUGE,
-    ("version",),
-    "Always 1; the version label says which kproxy this is.",
+    ("version", "hot_path", "event_loop"),
+    "Always 1; which kproxy this is: its version, its hot path (compiled by mypyc, "
+    "python, or mixed: a broken build) and its event loop (uvloop or asyncio).",
 )
 
 # Every metric above, in the order declared: each is declared once, as a MetricSpec.

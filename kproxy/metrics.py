@@ -26,6 +26,7 @@ from prometheus_client.exposition import choose_encoder
 
 from kproxy import __version__
 from kproxy import metric_specs as specs
+from kproxy.build import event_loop_kind, hot_path_build
 from kproxy.hot_metrics import HOT_PATH_SPECS, HotPathMetrics
 from kproxy.metric_specs import (
     BOOTSTRAP_NODE,
@@ -121,7 +122,8 @@ class KproxyMetrics:
         self.quorum_epoch = cast(Gauge, made[specs.QUORUM_EPOCH])
         self.quorum_leader_changes = cast(Counter, made[specs.QUORUM_LEADER_CHANGES])
         self.build_info = cast(Gauge, made[specs.BUILD_INFO])
-        self.build_info.labels(__version__).set(1)
+        # The event loop is the one running: kproxy makes its metrics on it (app.serve).
+        self.build_info.labels(__version__, hot_path_build(), event_loop_kind()).set(1)
         if runtime_collectors:
             # process_* (memory, CPU, open fds), python_info and python_gc_* (collections
             # per generation), as the default registry has.

@@ -15,6 +15,7 @@ import pytest
 
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kcat import kcat_cmd
+from tests.peers.net import wait_until
 from tests.peers.tansu import TansuBroker
 
 pytestmark = pytest.mark.peers
@@ -261,3 +262,17 @@ def test_large_produce_requests_pass_through_whole(kproxy: KproxyProcess) -> Non
     consumer.close()
     assert got.keys() == values.keys()
     assert [k for k in values if got[k] != values[k]] == []
+
+
+def test_the_running_build_is_reported(kproxy: KproxyProcess) -> None:
+    """`kproxy_build_info` and the start-up log say which build carried the data above:
+    pure Python here, compiled when tests/unit/test_compiled_build.py runs this module
+    against the mypyc build (the process imports the same kproxy this test does)."""
+    from kproxy.build import hot_path_build
+
+    build = hot_path_build()
+    assert build in ("python", "compiled")
+    labels = {"hot_path": build, "event_loop": "uvloop"}  # runtime.event_loop: auto
+    assert kproxy.metric("kproxy_build_info", **labels) == 1
+    # Logged as kproxy starts listening: polled, the port may open a moment before.
+    wait_until(lambda: f"hot path {build}, event loop uvloop" in kproxy.log(), 10, what="log")

@@ -67,7 +67,7 @@ def bad_config(tmp_path: Path) -> Path:
 def test_version() -> None:
     result = kproxy_cmd("version")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"kproxy {kproxy.__version__}\n"
+    assert result.stdout == f"kproxy {kproxy.__version__}\nhot path: python\n"
     assert result.stderr == ""
 
 

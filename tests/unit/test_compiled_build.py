@@ -93,6 +93,16 @@ def test_the_compiled_hot_path_passes_the_same_tests(tmp_path: Path) -> None:
             check=True,
         )
         assert which.stdout.strip().endswith(".so"), which.stdout
+    # What an operator asks of an installed kproxy (kproxy/build.py).
+    version = subprocess.run(
+        [sys.executable, "-m", "kproxy", "version"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert version.stdout.splitlines()[1] == "hot path: compiled", version.stdout
     tests = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *COMPILED_TESTS],
         cwd=copy,

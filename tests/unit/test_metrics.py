@@ -103,7 +103,7 @@ def test_no_created_series_and_runtime_metrics_are_there() -> None:
     assert "_created" not in text
     assert "process_resident_memory_bytes" in text or "process_" not in text  # Linux only
     assert 'python_gc_collections_total{generation="0"}' in text
-    assert 'kproxy_build_info{version="' in text
+    assert re.search(r'kproxy_build_info\{event_loop="\w+",hot_path="\w+",version="', text)
 
 
 def test_topic_label_only_when_asked_for() -> None:
