@@ -68,7 +68,7 @@ def session_pair(lane: bool = True) -> Callable[[], object]:
         # first frame) takes the general path.
         if session.request_alone(request, 1.0) < 0:
             session.client_bytes(request, 1.0)
-        if session.response_alone(response) is None:
+        if session.response_read(response) is False:
             session.upstream_bytes(response, 1.001)
         return None
 

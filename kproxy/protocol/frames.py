@@ -217,50 +217,53 @@ class FrameReader:
         size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
         return size + 4 == n and size <= self.max_frame_bytes
 
-    def kept_part(self, data: bytes) -> bool:
-        """Keep `data` if it is the start or the next part of a frame returned whole
-        (smaller than ``stream_after``) and does not complete it, the size of the stream's
-        first frame already checked: what `feed_through` would do with it, returning no
-        frame. False: not such a read, nothing changed.
+    def small_read(self, data: bytes) -> bytes | bool:
+        """The fast lane's one question for a read from a broker, asked of every such
+        read. `data` itself: it is one whole frame and nothing else (`alone`). True: it
+        is the start or the next part of a frame returned whole (smaller than
+        ``stream_after``) and does not complete it; it is kept, as `feed_through` would
+        keep it. The frame, its size prefix included: `data` completes exactly a frame
+        whose earlier parts are kept, joined here without taking it (`taken` does).
+        False: none of these, nothing changed; `feed_through` decides.
 
         A broker writes a Fetch response in parts (its header, then the records from the
         log with sendfile, then the fields after them), and a proxy reading as soon as
-        bytes arrive mostly reads it in two or three parts."""
-        if self._passing or self._offered or self._head:
+        bytes arrive mostly reads it in two or three parts. The stream's first frame is
+        never taken here: `_check` refuses another protocol's first bytes."""
+        if type(data) is not bytes or self._head:
             return False
         n = len(data)
         need = self._need
-        # Below: a frame of `stream_after` bytes or more is handed over in pieces, never
-        # gathered whole (tested inline: this runs for every part of a small response).
-        if need < 0:  # a frame's first bytes, its size prefix whole
+        if need < 0:  # a frame's first bytes
             if n < 4 or self._first:  # the stream's first size is `_check`ed
                 return False
+            # int32_at, inline; read unsigned, a negative size (top bit set) exceeds
+            # any limit.
             size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]
-            if n - 4 >= size or size > self.max_frame_bytes or 0 < self.stream_after <= size:
-                return False  # whole (or negative: the top bit set), or too large
+            if size > self.max_frame_bytes:
+                return False
+            if size + 4 == n:
+                return data
+            if self._passing or self._offered or n - 4 > size or 0 < self.stream_after <= size:
+                return False
             self._need = size
             self._have = n - 4
             self._keep(memoryview(data)[4:], True)
             return True
-        if self._have + n >= need or 0 < self.stream_after <= need:
+        if self._passing or self._offered:
             return False
-        self._have += n
+        have = self._have + n
+        if have == need:
+            return b"".join((_pack_size(need), *(self._pieces or ()), data))
+        if have > need or 0 < self.stream_after <= need:
+            return False
+        self._have = have
         self._keep(memoryview(data), True)
         return True
 
-    def completed_by(self, data: bytes) -> bytes | None:
-        """The frame, its size prefix included, that `data` completes exactly (a frame
-        returned whole whose earlier parts are in hand), without taking it: `taken`
-        does. None: not such a read."""
-        need = self._need
-        if need < 0 or self._passing or self._offered or self._have + len(data) != need:
-            return None
-        pieces = self._pieces or ()
-        return b"".join((_pack_size(need), *pieces, data))
-
     def taken(self) -> None:
-        """The frame `completed_by` returned was taken by the caller: the next byte read
-        is a frame's first."""
+        """The frame `small_read` joined from its parts was taken by the caller: the next
+        byte read is a frame's first."""
         self._pieces = None
         self._need = -1
         self._have = 0

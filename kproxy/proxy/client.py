@@ -245,20 +245,17 @@ class ClientConnection(asyncio.Protocol):
         svc = self.services
         now = self.last_active = _now()
         session = self.session
-        req = None if self.draining else session.response_alone(data)
-        if req is not None:  # one plain response read alone (kproxy.session.fast_lane)
-            self._send_response(transport, req, data, now)
-            return
         if not self.draining:
-            # A small response read in parts (as a broker writes a Fetch response): kept
-            # until its last part, then sent whole if it is plain. Asked before
-            # `streamed_passes` (the two never both take a read): a consumer's responses
-            # are mostly small, and a streamed one's reads are ~100 KB each.
-            part = session.response_part(data)
-            if part is True:
+            # One plain response read alone, or a small one read in parts (as a broker
+            # writes a Fetch response) kept until its last part, then sent whole
+            # (kproxy.session.fast_lane). Asked before `streamed_passes` (the two never
+            # both take a read): a consumer's responses are mostly small, and a streamed
+            # one's reads are ~100 KB each.
+            read = session.response_read(data)
+            if read is True:
                 return
-            if isinstance(part, tuple):
-                self._send_response(transport, part[0], part[1], now)
+            if read is not False:
+                self._send_response(transport, read[0], read[1], now)
                 return
             # Inside a large response forwarded as it arrives, in bytes nothing reads.
             if session.streamed_passes(data):

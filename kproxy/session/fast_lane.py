@@ -17,10 +17,11 @@ if each had been read alone: what the lane leaves of it, from the first frame it
 not take, goes to the general path. A read that lies wholly inside a large response
 being streamed, in bytes nothing reads (a Fetch response's records), is sent on as it
 is. A small response read in parts is kept part by part and, once whole, taken as if
-read alone: a broker writes a Fetch response in two or three writes (its header, the
-records from the log with sendfile, the fields after them), and kproxy, reading as
-bytes arrive, read 78% of the responses of a consumer of small Fetch responses in two
-or three reads (bench/session_pairs.py, SMALL_FETCH_READS).
+read alone, by the same call that takes a response read alone (`response_read`): a
+broker writes a Fetch response in two or three writes (its header, the records from the
+log with sendfile, the fields after them), and kproxy, reading as bytes arrive, read
+78% of the responses of a consumer of small Fetch responses in two or three reads
+(bench/session_pairs.py, SMALL_FETCH_READS).
 `tests/session/test_fast_lane.py` holds the two paths to the same outcome on every
 input.
 """
@@ -76,10 +77,10 @@ SCANNED_RESPONSES: Final = frozenset((PRODUCE, FETCH))
 
 
 class FastLane:
-    """What `ProxySession` gains: `request_alone` and `response_alone`,
-    `requests_leading` and `responses_leading` for a read of several frames,
-    `response_part` for a read of part of a small response, and `streamed_passes` for a
-    read inside a response forwarded as it arrives."""
+    """What `ProxySession` gains: `request_alone`, `response_read` for a response read
+    alone or a small one read in parts, `requests_leading` and `responses_leading` for
+    a read of several frames, and `streamed_passes` for a read inside a response
+    forwarded as it arrives."""
 
     # The client id last decoded, as it came and as decoded: a connection's requests all
     # name the same one (set by ProxySession.__init__).
@@ -203,45 +204,38 @@ class FastLane:
         awaits = self.awaits_success
         return awaits is None or awaits(req.client_id)
 
-    def response_alone(self, data: bytes) -> InFlight | None:
-        """Take a read that is one whole response the general path would forward as it
-        came, at once (nothing to walk, clamp or rewrite, nothing held before it, no
-        request waiting to be released by it): the request it answers, now out of the
-        in-flight table; the read is sent to the client unchanged. None: not taken,
-        nothing changed."""
-        # `_responses_may_pass`, inline: this runs for every read from a busy broker.
-        if self._held or self._stream is not None or self._waiting or self._paused_for_inflight:
-            return None
-        if len(data) < 8 or not self.upstream_reader.alone(data):
-            return None
-        return self._response(data, 0, len(data))
+    def response_read(self, data: bytes) -> tuple[InFlight, bytes] | bool:
+        """Take a read from a broker that is one whole response the general path would
+        forward as it came, at once (nothing to walk, clamp or rewrite, nothing held
+        before it, no request waiting to be released by it), or part of a small
+        response (one gathered whole) when nothing is held, streaming or waiting. A
+        tuple: the request it answers, now out of the in-flight table, and the response
+        whole, its size included (the read itself, or the parts it completes joined), to
+        be sent to the client as it is. True: the start or a middle part of a small
+        response, kept, nothing to send yet. False: not taken, nothing changed.
 
-    def response_part(self, data: bytes) -> tuple[InFlight, bytes] | bool:
-        """Take a read of part of a small response (one gathered whole: a broker writes
-        a Fetch response in two or three parts) when nothing is held, streaming or
-        waiting. True: its start or a middle part, kept, nothing to send yet. A tuple:
-        its last part, completing a response `response_alone` would have taken had it
-        come in one read; the request it answers, now out of the in-flight table, and
-        the response whole (its size included), to be sent to the client as it is.
-        False: not taken, nothing changed."""
-        # `_responses_may_pass`, inline: this runs for every part of a small response.
+        One call for both: every read from a busy broker asks it, and a Fetch response
+        mostly arrives in two or three reads."""
+        # `_responses_may_pass`, inline: this runs for every read from a busy broker.
         if self._held or self._stream is not None or self._waiting or self._paused_for_inflight:
             return False
         reader = self.upstream_reader
-        if reader.kept_part(data):
-            return True
-        frame = reader.completed_by(data)
-        if frame is None or len(frame) < 8:
+        frame = reader.small_read(data)
+        if frame is True or frame is False:
+            return frame
+        n = len(frame)
+        if n < 8:
             return False
-        req = self._response(frame, 0, len(frame))
+        req = self._response(frame, 0, n)
         if req is None:
             return False
-        reader.taken()
+        if frame is not data:  # parts joined: the reader lets them go
+            reader.taken()
         return req, frame
 
     def responses_leading(self, data: bytes, taken: list[tuple[InFlight, int]]) -> int:
         """As `requests_leading`, for a read of several whole responses and
-        `response_alone`: (the request it answers, frame size) for each one taken."""
+        `response_read`: (the request it answers, frame size) for each one taken."""
         reader = self.upstream_reader
         if not self._responses_may_pass() or not reader.between_frames:
             return 0
@@ -278,7 +272,7 @@ class FastLane:
         return not (self._waiting or self._paused_for_inflight)
 
     def _response(self, data: bytes, start: int, stop: int) -> InFlight | None:
-        """`response_alone`'s test, for the whole response framed at data[start:stop]
+        """`response_read`'s test, for the whole response framed at data[start:stop]
         (at least 8 bytes): the request it answers, popped from the table."""
         # int32_at, inline: read for every response the lane is offered.
         correlation_id = (
@@ -308,7 +302,7 @@ class FastLane:
 def _whole_frame_end(data: bytes, pos: int, max_frame_bytes: int) -> int:
     """The end of the whole frame at `pos` of a read of several frames; -1 when none is
     whole there (or it is larger than the limit), or when the read is that one frame
-    alone (`request_alone`'s or `response_alone`'s case, already declined)."""
+    alone (`request_alone`'s or `response_read`'s case, already declined)."""
     n = len(data)
     if pos + 4 > n:
         return -1

@@ -169,15 +169,17 @@ class Driven:
         if self.lane:
             taken: list[tuple[InFlight, int]] = []
             # In the runtime's order (kproxy.proxy.client.ClientConnection.upstream_bytes).
-            req = s.response_alone(data)
-            part = False if req is not None else s.response_part(data)
-            if part is True:
+            req = None
+            read = s.response_read(data)
+            if read is True:
                 self.kept += 1
                 return ("upstream", b"", b"", [], [], [], False, None)
-            if isinstance(part, tuple):
-                self.completed += 1
-                req, data = part  # what the lane sends: the whole response, as it came
-            elif req is None and s.streamed_passes(data):
+            if read is not False:
+                req, whole = read
+                if whole is not data:
+                    self.completed += 1
+                data = whole  # what the lane sends: the whole response, as it came
+            elif s.streamed_passes(data):
                 self.passed += 1
                 return ("upstream", data, b"", [], [], [], False, None)
             if req is not None:
