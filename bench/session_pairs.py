@@ -120,8 +120,8 @@ SMALL_FETCH_RECORDS = (1500, 700, 300)
 # A broker writes a Fetch response in parts (its header, the records from the log with
 # sendfile, the fields after them): kproxy read 78% of the small ones of
 # kafka-consume-small-fetches in three when this was set, and 1.63 reads a response on
-# average on 2026-12-01 (`perf stat` of its read calls, README). Three stays: the
-# costlier case, and comparable with the figures recorded before.
+# average on 2026-12-01 (`perf stat` of its read calls, docs/performance.md). Three
+# stays: the costlier case, and comparable with the figures recorded before.
 SMALL_FETCH_READS = 3
 
 
