@@ -40,6 +40,7 @@ from bench.ab_tables import (
     summary_lines,
     syscall_lines,
 )
+from bench.results_file import COMPILED_PATHS
 from bench.steal import run_steal
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,13 +90,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--standard-loop",
         action="store_true",
-        help="run kproxy (and the --baseline revision's) on the standard asyncio loop "
-        "instead of uvloop (the path kproxy-asyncio)",
+        help="run kproxy (the --baseline revision's and, with --compiled, the compiled "
+        "build too) on the standard asyncio loop instead of uvloop (the paths "
+        "kproxy-asyncio, kproxy-compiled-asyncio)",
     )
     p.add_argument(
         "--compiled",
         action="store_true",
-        help="also run kproxy-compiled: this checkout built with mypyc, as the image runs it",
+        help="also run this checkout built with mypyc, as the image runs it: kproxy-compiled "
+        "(kproxy-compiled-asyncio with --standard-loop)",
     )
     p.add_argument(
         "--baseline-python",
@@ -197,6 +200,11 @@ def check_settings(source: Path, loop: str, python: str, settings: dict[str, Any
         raise SystemExit(f"--baseline-set: the baseline's kproxy refuses it: {error}")
 
 
+def compiled_path(loop: str) -> str:
+    """The path of this checkout's mypyc build on `loop` ("uvloop" or "asyncio")."""
+    return next(path for path, on in COMPILED_PATHS.items() if on == loop)
+
+
 def ab_paths(args: argparse.Namespace) -> tuple[list[str], str]:
     """The paths an A/B runs, in order, and the loop its kproxys run on (the tree's and
     the baseline's alike)."""
@@ -204,7 +212,7 @@ def ab_paths(args: argparse.Namespace) -> tuple[list[str], str]:
     loop = "asyncio" if args.standard_loop else "uvloop"
     paths += [*(["python-floor"] if args.python_floor else []), f"kproxy-{loop}"]
     if args.compiled:
-        paths.append("kproxy-compiled")
+        paths.append(compiled_path(loop))
     if args.baseline:
         paths.append("kproxy-base")
     return paths, loop
@@ -304,7 +312,7 @@ def main_ab(args: argparse.Namespace) -> int:
             print(line)
     if args.baseline:
         # The tree's build that matches the baseline's, when there is one.
-        tree = "kproxy-compiled" if args.compiled and args.compile_baseline else f"kproxy-{loop}"
+        tree = compiled_path(loop) if args.compiled and args.compile_baseline else f"kproxy-{loop}"
         print()
         for line in paired_lines(results, args.workload, tree, "kproxy-base"):
             print(line)

@@ -33,6 +33,7 @@ from bench.machine import machine_info, raise_fd_limit, software_versions
 from bench.mock_upstream import MockUpstream
 from bench.one_run import CONSUMING, measure_run
 from bench.peers import BENCH, Unavailable
+from bench.results_file import COMPILED_PATHS
 from bench.stats import ORDER, round_order
 from bench.tansu_upstream import TansuUpstream
 from bench.upstreams import (
@@ -182,17 +183,17 @@ class Harness:
     @functools.cached_property
     def compiled_source(self) -> Path | None:
         """This checkout built with mypyc in the work directory, once, when the run
-        measures kproxy-compiled (None when it does not, or the build fails: the path is
-        then reported unavailable)."""
-        if "kproxy-compiled" not in self.paths:
+        measures a compiled path (None when it does not, or the build fails: the paths
+        are then reported unavailable)."""
+        if not COMPILED_PATHS.keys() & set(self.paths):
             return None
         where = self.workdir / "compiled-source"
         where.mkdir(exist_ok=True)
-        self.log("building kproxy with mypyc for kproxy-compiled")
+        self.log("building kproxy with mypyc for the compiled paths")
         try:
             return compiled_copy(where)
         except (OSError, subprocess.CalledProcessError) as exc:
-            self.log(f"kproxy-compiled: the mypyc build failed: {one_line(exc)}")
+            self.log(f"the compiled paths: the mypyc build failed: {one_line(exc)}")
             return None
 
     def _set_status(self, path: str, upstream: str, status: str) -> None:

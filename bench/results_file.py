@@ -12,7 +12,9 @@ from bench.stats import ratio_summary, summarize
 
 #: The kproxy paths of a run, each judged against the targets (kproxy-base, an A/B's
 #: baseline, is not).
-KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled")
+KPROXY_PATHS = ("kproxy-uvloop", "kproxy-asyncio", "kproxy-compiled", "kproxy-compiled-asyncio")
+#: The paths that run this checkout's mypyc build, and the event loop each runs it on.
+COMPILED_PATHS = {"kproxy-compiled": "uvloop", "kproxy-compiled-asyncio": "asyncio"}
 
 
 def rounds_of(results: dict[str, Any]) -> int:

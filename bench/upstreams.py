@@ -35,7 +35,7 @@ from bench.peers import (
     Unavailable,
     env_with_path,
 )
-from bench.results_file import KPROXY_PATHS
+from bench.results_file import COMPILED_PATHS, KPROXY_PATHS
 from tests.peers.tansu import TansuProxy
 
 #: Every path, in run order within a round.
@@ -49,6 +49,7 @@ ALL_PATHS = (
     "kproxy-uvloop",
     "kproxy-asyncio",
     "kproxy-compiled",
+    "kproxy-compiled-asyncio",
     "kproxy-base",
 )
 #: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`;
@@ -66,6 +67,7 @@ PATH_DESCRIPTIONS = {
     "kproxy-uvloop": "kproxy on uvloop",
     "kproxy-asyncio": "kproxy on the standard asyncio loop",
     "kproxy-compiled": "kproxy on uvloop, its hot path built with mypyc (the container image)",
+    "kproxy-compiled-asyncio": "kproxy on the standard asyncio loop, its hot path built with mypyc",
     "kproxy-base": "kproxy at the baseline revision (bench ab --baseline), on uvloop "
     "unless bench ab --standard-loop",
 }
@@ -151,7 +153,7 @@ class Upstream:
         self.baseline_python = sys.executable
         #: Settings the kproxy-base path runs with changed (dotted key: value).
         self.baseline_settings: dict[str, Any] = {}
-        #: This checkout's mypyc build (bench.ab.compiled_copy), for kproxy-compiled.
+        #: This checkout's mypyc build (bench.ab.compiled_copy), for the compiled paths.
         self.compiled_source: Path | None = None
         #: Proxy paths given a broker of their own (set before start(); Tansu only):
         #: bench.paired, where every path's broker must fill as fast as every other's.
@@ -259,10 +261,11 @@ class Upstream:
                     python=self.baseline_python,
                     settings=self.baseline_settings,
                 ).start()
-            if path == "kproxy-compiled":
+            if path in COMPILED_PATHS:
                 if self.compiled_source is None:
                     raise Unavailable("the mypyc build was not made (a C compiler and mypy)")
-                return KproxyPeer(path, "uvloop", servers, wd, source=self.compiled_source).start()
+                loop = COMPILED_PATHS[path]
+                return KproxyPeer(path, loop, servers, wd, source=self.compiled_source).start()
             return KproxyPeer(path, path.split("-", 1)[1], servers, wd).start()
         if path == "kroxylicious":
             return KroxyliciousPeer(path, target, self.node_ids, wd).start()

@@ -110,18 +110,26 @@ class _OneBroker(Upstream):
 
 
 @pytest.mark.parametrize(
-    ("flags", "loop", "tree"),
-    [([], "uvloop", "kproxy-uvloop"), (["--standard-loop"], "asyncio", "kproxy-asyncio")],
+    ("flags", "loop", "tree", "compiled"),
+    [
+        ([], "uvloop", "kproxy-uvloop", "kproxy-compiled"),
+        (["--standard-loop"], "asyncio", "kproxy-asyncio", "kproxy-compiled-asyncio"),
+    ],
 )
 def test_the_tree_and_the_baseline_run_on_the_loop_asked_for(
-    flags: list[str], loop: str, tree: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    flags: list[str],
+    loop: str,
+    tree: str,
+    compiled: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["latency", "--baseline", "HEAD", "--compiled", *flags])
     paths, asked = ab_paths(args)
     assert asked == loop
-    assert paths == ["direct", "haproxy", tree, "kproxy-compiled", "kproxy-base"]
+    assert paths == ["direct", "haproxy", tree, compiled, "kproxy-base"]
 
     started: list[tuple[str, str]] = []
 
@@ -139,8 +147,8 @@ def test_the_tree_and_the_baseline_run_on_the_loop_asked_for(
     upstream.baseline_loop = asked
     for path in paths[2:]:
         upstream.start_proxy(path)
-    # The compiled build is what the image runs: always uvloop.
-    assert started == [(tree, loop), ("kproxy-compiled", "uvloop"), ("kproxy-base", loop)]
+    # Every kproxy of the run on the same loop, the compiled build's too.
+    assert started == [(tree, loop), (compiled, loop), ("kproxy-base", loop)]
 
 
 def test_the_baseline_alone_runs_on_the_interpreter_asked_for(
