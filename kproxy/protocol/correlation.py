@@ -14,14 +14,18 @@ rewritten like any other response, so nothing leaks.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Generic, TypeVar
 
 from kproxy.protocol.errors import MalformedMessage
 
-T = TypeVar("T")
 
+class CorrelationTable:
+    """Each request awaiting its response, by correlation id: an entry of the caller's,
+    given back as it was filed.
 
-class CorrelationTable(Generic[T]):
+    Not generic: mypyc gives a compiled class with a Python base (`typing.Generic`
+    among them) a `__dict__` and a `__weakref__` slot, 16 bytes on every connection;
+    the session casts what it takes out (`kproxy.session.inflight.InFlight`)."""
+
     __slots__ = (
         "_expected",
         "_latest_unanswered",
@@ -35,16 +39,16 @@ class CorrelationTable(Generic[T]):
         # None while no request awaits a response: an emptied dict keeps the table its
         # entries took (224 bytes with the dict after one entry), which every idle
         # connection would hold. Making one per busy spell costs ~40 ns.
-        self._expected: dict[int, tuple[int, T]] | None = None
+        self._expected: dict[int, tuple[int, object]] | None = None
         # Made at the first acks=0 request: most connections never send one, and an
         # empty OrderedDict is ~140 bytes an idle connection would hold.
-        self._unanswered: OrderedDict[int, tuple[int, T]] | None = None
+        self._unanswered: OrderedDict[int, tuple[int, object]] | None = None
         self._max_unanswered = max_unanswered
         self._seq = 0
         self._overflowed = False
-        self._latest_unanswered: T | None = None
+        self._latest_unanswered: object | None = None
 
-    def add(self, correlation_id: int, entry: T, expects_response: bool = True) -> None:
+    def add(self, correlation_id: int, entry: object, expects_response: bool = True) -> None:
         expected = self._expected
         if expected is not None and correlation_id in expected:
             raise MalformedMessage(
@@ -68,7 +72,7 @@ class CorrelationTable(Generic[T]):
             unanswered.popitem(last=False)
             self._overflowed = True
 
-    def pop(self, correlation_id: int) -> T | None:
+    def pop(self, correlation_id: int) -> object | None:
         """The request a response answers, or None if no request is waiting for it."""
         expected = self._expected
         item = None
@@ -91,7 +95,7 @@ class CorrelationTable(Generic[T]):
             unanswered.popitem(last=False)
         return item[1]
 
-    def peek(self, correlation_id: int) -> T | None:
+    def peek(self, correlation_id: int) -> object | None:
         """The request awaiting the response `correlation_id`, left in the table."""
         expected = self._expected
         item = None if expected is None else expected.get(correlation_id)

@@ -25,8 +25,14 @@ log = logging.getLogger("kproxy.connection")
 _now: Final = time.perf_counter
 
 
-class ClientConnection(asyncio.Protocol):
-    """The client side of a proxied connection; owns its upstream side."""
+class ClientConnection:
+    """The client side of a proxied connection; owns its upstream side: an
+    `asyncio.Protocol` in all but name.
+
+    No asyncio base class: mypyc gives a compiled class with any Python base a
+    `__dict__` and a `__weakref__` slot (16 bytes on every connection, idle or not), and
+    the loops call a protocol's methods by name (`kproxy.proxy.listeners` casts the
+    factory for typeshed's sake)."""
 
     # Slots: an idle connection's attributes cost a fixed array instead of a dict.
     __slots__ = (
@@ -47,6 +53,11 @@ class ClientConnection(asyncio.Protocol):
         "transport",
         "upstream",
     )
+    # The flags first: mypyc lays attributes out in the order they are declared, and
+    # three one-byte flags between pointers took a word each.
+    controller: bool
+    closed: bool
+    draining: bool
 
     def __init__(self, services: ConnectionServices, listener: str, node_id: int | None) -> None:
         self.services = services
@@ -214,6 +225,10 @@ class ClientConnection(asyncio.Protocol):
         finally:
             # A finished task holds ~0.5 KB for as long as the connection lives.
             self._dial_task = None
+
+    def eof_received(self) -> bool | None:
+        """The client closed its side: the transport closes (`connection_lost` follows)."""
+        return None
 
     def pause_writing(self) -> None:
         if self.upstream is not None:

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import socket
 from collections.abc import Callable, Iterable
+from typing import cast
 
 from kproxy.describe import describe
 from kproxy.hostport import format_host_port
@@ -20,7 +21,9 @@ from kproxy.proxy.quorum import QuorumMap, controller_listener_name
 log = logging.getLogger("kproxy.listeners")
 
 BOOTSTRAP = "bootstrap"
-ProtocolFactory = Callable[[str, "int | None"], asyncio.Protocol]
+# What a connection accepted on a listener is given to: kproxy's protocols subclass no
+# asyncio class (`kproxy.proxy.client` says why); the loops need none.
+ProtocolFactory = Callable[[str, "int | None"], object]
 
 
 class Listener:
@@ -137,7 +140,7 @@ class ListenerSet:
         name, node_id = listener.name, listener.node_id
         factory = self.factory
         listener.server = await loop.create_server(
-            lambda: factory(name, node_id), sock=listener.sock
+            lambda: cast(asyncio.BaseProtocol, factory(name, node_id)), sock=listener.sock
         )
         if listener.state == "binding":
             listener.state = "serving"

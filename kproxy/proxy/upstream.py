@@ -64,9 +64,10 @@ def failure_reason(exc: BaseException) -> str:
     return "refused"
 
 
-class UpstreamConnection(asyncio.BaseProtocol):
+class UpstreamConnection:
     """The broker side of a proxied connection: an `asyncio.Protocol` in all but name
-    (its data_received is an attribute, which the typed base class would refuse)."""
+    (its data_received is an attribute, which the typed base class would refuse; no
+    base class, as for `kproxy.proxy.client.ClientConnection`)."""
 
     __slots__ = ("_paused", "client", "data_received", "transport")
 
@@ -158,9 +159,9 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
             return None
         address = format_host_port(host, port)
         try:
-            _, upstream = await asyncio.wait_for(
+            _, protocol = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: UpstreamConnection(client),
+                    lambda: cast(asyncio.BaseProtocol, UpstreamConnection(client)),
                     host,
                     port,
                     ssl=tls,
@@ -179,6 +180,7 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
                 address, "upstream %s unreachable for client %s: %s", address, client.peer, why
             )
             continue
+        upstream = cast(UpstreamConnection, protocol)
         if client.closed:
             upstream.close()
             return None

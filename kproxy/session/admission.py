@@ -104,7 +104,7 @@ def admit(
     now: float,
     admitted: list[tuple[int, int]],
     whole: bool,
-    inflight: CorrelationTable[InFlight],
+    inflight: CorrelationTable,
     refused_apis: frozenset[int],
 ) -> RequestHeader | None:
     """Check a request's header and record it as in flight (and in ``admitted``).

@@ -29,7 +29,7 @@ input.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Final, cast
 
 from kproxy.protocol.apis import (
     API_VERSIONS,
@@ -91,7 +91,7 @@ class FastLane:
     # The session's state the lane reads (kproxy.session.session.ProxySession).
     client_reader: FrameReader
     upstream_reader: FrameReader
-    inflight: CorrelationTable[InFlight]
+    inflight: CorrelationTable  # of InFlight
     max_in_flight: int
     refused_apis: frozenset[int]
     policy: ApiPolicy
@@ -280,7 +280,7 @@ class FastLane:
         )
         if correlation_id >= 0x80000000:
             correlation_id -= 0x100000000
-        req = self.inflight.peek(correlation_id)
+        req = cast("InFlight | None", self.inflight.peek(correlation_id))
         if req is None:
             return None
         key = req.api_key

@@ -13,7 +13,7 @@ opened one (`listeners_opened`): a client told of a new node can dial it at once
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Final, cast
 
 from kproxy.protocol.apis import (
     API_VERSIONS,
@@ -98,7 +98,7 @@ class ProxySession(FastLane):
         self.policy = ApiPolicy("default") if policy is None else policy
         self.client_reader = FrameReader(limits.max_frame_bytes, stream_after=STREAM_REQUESTS_AFTER)
         self.upstream_reader = FrameReader(limits.max_frame_bytes, limits.stream_responses_after)
-        self.inflight: CorrelationTable[InFlight] = CorrelationTable()
+        self.inflight = CorrelationTable()  # of InFlight
         self._paused_for_inflight = False
         # Responses walked but not yet sent, in order (a streamed one's tail among them);
         # None, not an empty list an idle connection would hold, when there are none.
@@ -285,7 +285,7 @@ class ProxySession(FastLane):
         if len(frame) < 4:
             raise MalformedMessage("response shorter than a correlation id")
         corr = _corr_id(frame, 0)[0]
-        req = self.inflight.pop(corr)
+        req = cast("InFlight | None", self.inflight.pop(corr))
         if req is None:
             raise MalformedMessage(
                 f"response with correlation id {corr} that no request is waiting for",
@@ -334,7 +334,8 @@ class ProxySession(FastLane):
         """Begin forwarding a large response as it arrives, if it may be (False: it is
         to be gathered whole). Whatever came before it is released first."""
         head = start.head
-        req = self.inflight.peek(_corr_id(head, 0)[0]) if len(head) >= 4 else None
+        peeked = self.inflight.peek(_corr_id(head, 0)[0]) if len(head) >= 4 else None
+        req = cast("InFlight | None", peeked)
         if req is None or not streamable(req.api_key, req.version):
             return False
         try:
