@@ -14,6 +14,7 @@ rewritten like any other response, so nothing leaks.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 from kproxy.protocol.errors import MalformedMessage
 
@@ -23,8 +24,11 @@ class CorrelationTable:
     given back as it was filed.
 
     Not generic: mypyc gives a compiled class with a Python base (`typing.Generic`
-    among them) a `__dict__` and a `__weakref__` slot, 16 bytes on every connection;
-    the session casts what it takes out (`kproxy.session.inflight.InFlight`)."""
+    among them) a `__dict__` and a `__weakref__` slot, 16 bytes on every connection.
+    What it gives back is typed `Any`, so that the session's annotated assignment
+    (`req: InFlight | None = ...`) takes it back as its `InFlight`: a `typing.cast` is a
+    Python call in pure Python, once per response on the fast lane; compiled, the
+    assignment checks the type as the cast did."""
 
     __slots__ = (
         "_expected",
@@ -72,7 +76,7 @@ class CorrelationTable:
             unanswered.popitem(last=False)
             self._overflowed = True
 
-    def pop(self, correlation_id: int) -> object | None:
+    def pop(self, correlation_id: int) -> Any:
         """The request a response answers, or None if no request is waiting for it."""
         expected = self._expected
         item = None
@@ -95,7 +99,7 @@ class CorrelationTable:
             unanswered.popitem(last=False)
         return item[1]
 
-    def peek(self, correlation_id: int) -> object | None:
+    def peek(self, correlation_id: int) -> Any:
         """The request awaiting the response `correlation_id`, left in the table."""
         expected = self._expected
         item = None if expected is None else expected.get(correlation_id)

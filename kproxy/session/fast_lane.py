@@ -29,7 +29,7 @@ input.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, cast
+from typing import Final
 
 from kproxy.protocol.apis import (
     API_VERSIONS,
@@ -280,7 +280,7 @@ class FastLane:
         )
         if correlation_id >= 0x80000000:
             correlation_id -= 0x100000000
-        req = cast("InFlight | None", self.inflight.peek(correlation_id))
+        req: InFlight | None = self.inflight.peek(correlation_id)
         if req is None:
             return None
         key = req.api_key

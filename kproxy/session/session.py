@@ -13,7 +13,7 @@ opened one (`listeners_opened`): a client told of a new node can dial it at once
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, cast
+from typing import Final
 
 from kproxy.protocol.apis import (
     API_VERSIONS,
@@ -285,7 +285,7 @@ class ProxySession(FastLane):
         if len(frame) < 4:
             raise MalformedMessage("response shorter than a correlation id")
         corr = _corr_id(frame, 0)[0]
-        req = cast("InFlight | None", self.inflight.pop(corr))
+        req: InFlight | None = self.inflight.pop(corr)
         if req is None:
             raise MalformedMessage(
                 f"response with correlation id {corr} that no request is waiting for",
@@ -334,8 +334,8 @@ class ProxySession(FastLane):
         """Begin forwarding a large response as it arrives, if it may be (False: it is
         to be gathered whole). Whatever came before it is released first."""
         head = start.head
-        peeked = self.inflight.peek(_corr_id(head, 0)[0]) if len(head) >= 4 else None
-        req = cast("InFlight | None", peeked)
+        corr = _corr_id(head, 0)[0] if len(head) >= 4 else None
+        req: InFlight | None = None if corr is None else self.inflight.peek(corr)
         if req is None or not streamable(req.api_key, req.version):
             return False
         try:
