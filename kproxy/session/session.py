@@ -334,8 +334,7 @@ class ProxySession(FastLane):
         """Begin forwarding a large response as it arrives, if it may be (False: it is
         to be gathered whole). Whatever came before it is released first."""
         head = start.head
-        corr = _corr_id(head, 0)[0] if len(head) >= 4 else None
-        req: InFlight | None = None if corr is None else self.inflight.peek(corr)
+        req: InFlight | None = self.inflight.peek(_corr_id(head, 0)[0]) if len(head) >= 4 else None
         if req is None or not streamable(req.api_key, req.version):
             return False
         try:

@@ -5,7 +5,7 @@ from kproxy.protocol.errors import ProtocolError
 
 
 def test_expected_responses_are_matched_and_counted() -> None:
-    t: CorrelationTable = CorrelationTable()
+    t = CorrelationTable()
     t.add(1, "a")
     t.add(2, "b")
     assert len(t) == 2
@@ -15,7 +15,7 @@ def test_expected_responses_are_matched_and_counted() -> None:
 
 
 def test_duplicate_correlation_id_in_flight_is_a_protocol_error() -> None:
-    t: CorrelationTable = CorrelationTable()
+    t = CorrelationTable()
     t.add(7, "a")
     with pytest.raises(ProtocolError) as err:
         t.add(7, "b")
@@ -23,7 +23,7 @@ def test_duplicate_correlation_id_in_flight_is_a_protocol_error() -> None:
 
 
 def test_acks_zero_is_not_in_flight_but_may_be_answered() -> None:
-    t: CorrelationTable = CorrelationTable()
+    t = CorrelationTable()
     t.add(1, "produce acks=0", expects_response=False)
     assert len(t) == 0 and t.unanswered == 1
     assert t.pop(1) == "produce acks=0"
@@ -31,7 +31,7 @@ def test_acks_zero_is_not_in_flight_but_may_be_answered() -> None:
 
 
 def test_unanswered_requests_are_forgotten_once_a_later_one_is_answered() -> None:
-    t: CorrelationTable = CorrelationTable()
+    t = CorrelationTable()
     t.add(1, "p1", expects_response=False)
     t.add(2, "p2", expects_response=False)
     t.add(3, "metadata")
@@ -44,7 +44,7 @@ def test_unanswered_requests_are_forgotten_once_a_later_one_is_answered() -> Non
 
 
 def test_unanswered_requests_are_bounded() -> None:
-    t: CorrelationTable = CorrelationTable(max_unanswered=10)
+    t = CorrelationTable(max_unanswered=10)
     for i in range(1000):
         t.add(i, i, expects_response=False)
     assert t.unanswered == 10
@@ -54,6 +54,6 @@ def test_unanswered_requests_are_bounded() -> None:
 
 
 def test_unknown_response_without_overflow_is_none() -> None:
-    t: CorrelationTable = CorrelationTable(max_unanswered=10)
+    t = CorrelationTable(max_unanswered=10)
     t.add(1, 1, expects_response=False)
     assert t.pop(12345) is None
