@@ -55,7 +55,7 @@ def session_pair(lane: bool = True) -> Callable[[], object]:
     session = ProxySession(
         AddressMap(settings.cluster, settings.listeners),
         SessionLimits(1 << 20, 1000),
-        awaits_success=lambda client_id: False,
+        awaiting_success={},
     )
     request, response = produce_pair()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any
 
 from kproxy.config_events import PROXY_BOOTSTRAP
@@ -65,8 +65,8 @@ class Observability(ProxyObserver):
         )
         self.hot = self.metrics.hot  # frames and latency, every request: one call less
         self.leaders_table = leader_table if leader_table is not None else LeaderTable()
-        # Read on every plain Produce response (`awaits_success`): the table's own dict,
-        # tested here, not through a call into the table's Python.
+        # Read on every plain Produce and Fetch response (`clients_awaiting_success`): the
+        # table's own dict, changed in place, tested by the sessions with `in`.
         self._awaiting = self.leaders_table.clients_awaiting_success
         # The quorum's leader and epoch are read from the leader table at scrape time.
         self.metrics.quorum_leader.set_function(lambda: self._quorum_gauge(0))
@@ -356,8 +356,8 @@ class Observability(ProxyObserver):
         self.metrics.cluster_reached.set(1)
 
     # -- what the admin server and the demo read ------------------------------------------------
-    def awaits_success(self, client_id: str | None) -> bool:
-        return (client_id or "") in self._awaiting
+    def clients_awaiting_success(self) -> Container[str]:
+        return self._awaiting
 
     def quorum_leader(self) -> tuple[int, int | None] | None:
         """(leader id, epoch) of the KRaft quorum as kproxy last saw it pass (KIP-853)."""

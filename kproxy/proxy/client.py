@@ -78,7 +78,7 @@ class ClientConnection:
                 services.refused_apis,
                 services.api_policy,
                 quorum,
-                services.awaits_success,
+                services.awaiting_success,
             )
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
@@ -270,7 +270,13 @@ class ClientConnection:
             if read is True:
                 return
             if read is not False:
-                self._send_response(transport, read[0], read[1], now)
+                # Written here, not by a method: a call more on every response.
+                req, response = read
+                if self.tls is None:
+                    transport.write(response)
+                else:
+                    transport.write(self.tls.send([response]))
+                svc.observe_response(req, len(response) - 4, now - req.received, _now())
                 return
             # Inside a large response forwarded as it arrives, in bytes nothing reads.
             if session.streamed_passes(data):
@@ -308,16 +314,6 @@ class ClientConnection:
             self._resume("in_flight")
         if self.draining and not self.session.answering and not self.session.streaming_request:
             self.close("shutdown")
-
-    def _send_response(
-        self, transport: asyncio.Transport, req: InFlight, response: bytes, now: float
-    ) -> None:
-        """A whole plain response the fast lane took, to the client as it came."""
-        if self.tls is None:
-            transport.write(response)
-        else:
-            transport.write(self.tls.send([response]))
-        self.services.observe_response(req, len(response) - 4, now - req.received, _now())
 
     def upstream_full(self, full: bool) -> None:
         if full:

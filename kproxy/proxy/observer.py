@@ -6,6 +6,8 @@ Every method is called after the bytes it describes were handed to the transport
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.session.inflight import InFlight
 from kproxy.session.steps import ResponseSeen
@@ -17,10 +19,11 @@ class ProxyObserver:
     def connection_opened(self, listener: str) -> None:
         pass
 
-    def awaits_success(self, client_id: str | None) -> bool:
-        """Whether a client's next success ends a redirect's recovery (then its plain
-        Produce responses are walked too)."""
-        return False
+    def clients_awaiting_success(self) -> Container[str]:
+        """The client ids ("" for none) whose next success ends a redirect's recovery
+        (their plain Produce and Fetch responses are walked too): a live view, kept by
+        every connection and read with `in` for every such response."""
+        return frozenset()
 
     def quorum_leader(self) -> tuple[int, int | None] | None:
         """(leader id, epoch) of the KRaft quorum, when kproxy has seen one."""

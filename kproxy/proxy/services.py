@@ -57,8 +57,8 @@ class ConnectionServices:
         # latencies to report), after the write. Once the cluster has been reached, the
         # observer's hook itself: a call less on every response.
         self.observe_response: Callable[[InFlight, int, float, float], None] = self._first_response
-        # Bound once: a bound method made per connection is 64 bytes every idle one holds.
-        self.awaits_success = observer.awaits_success
+        # The observer's live view, shared by every connection's session.
+        self.awaiting_success = observer.clients_awaiting_success()
         self.limits = limits
         self.refused_apis = refused_apis  # by this proxy's listeners (listeners.role)
         self.api_policy = api_policy  # listeners.api_policy, shared: a reload updates it

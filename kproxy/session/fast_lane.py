@@ -28,7 +28,7 @@ input.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Container
 from typing import Final
 
 from kproxy.protocol.apis import (
@@ -99,7 +99,7 @@ class FastLane:
     _stream: StreamedResponse | None
     _waiting: list[Frame] | None
     _paused_for_inflight: bool
-    awaits_success: Callable[[str | None], bool] | None
+    awaiting_success: Container[str] | None
 
     def request_alone(self, data: bytes, now: float) -> int:
         """Take a read that is one whole request the general path would forward as it
@@ -190,8 +190,8 @@ class FastLane:
         path's test too). A memoryview is copied for the scan, and only once the awaits
         test has passed."""
         # `_walks_plain`, inline: this runs for every Produce response the lane takes.
-        awaits = self.awaits_success
-        if awaits is None or awaits(req.client_id):
+        awaiting = self.awaiting_success
+        if awaiting is None or (req.client_id or "") in awaiting:
             return False
         buf = frame if isinstance(frame, bytes) else bytes(frame)
         if req.api_key == PRODUCE:
@@ -201,8 +201,8 @@ class FastLane:
     def _walks_plain(self, req: InFlight) -> bool:
         """Whether a plain response to `req` (no error, no leader hint) is walked all the
         same: its client awaits a success (the leader table knows), or nobody can say."""
-        awaits = self.awaits_success
-        return awaits is None or awaits(req.client_id)
+        awaiting = self.awaiting_success
+        return awaiting is None or (req.client_id or "") in awaiting
 
     def response_read(self, data: bytes) -> tuple[InFlight, bytes] | bool:
         """Take a read from a broker that is one whole response the general path would

@@ -12,7 +12,7 @@ opened one (`listeners_opened`): a client told of a new node can dial it at once
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Container
 from typing import Final
 
 from kproxy.protocol.apis import (
@@ -64,7 +64,7 @@ class ProxySession(FastLane):
         "_paused_for_inflight",
         "_stream",
         "_waiting",
-        "awaits_success",
+        "awaiting_success",
         "client_reader",
         "controllers",
         "inflight",
@@ -83,15 +83,15 @@ class ProxySession(FastLane):
         refused_apis: frozenset[int] = CLIENT_REFUSED_APIS,
         policy: ApiPolicy | None = None,
         controllers: AddressMapping | None = None,
-        awaits_success: Callable[[str | None], bool] | None = None,
+        awaiting_success: Container[str] | None = None,
     ) -> None:
         self.mapping = mapping
         # Where the controllers of a KRaft quorum carried by kproxy are told to be: the
         # responses that name controller listeners (`QUORUM_RESPONSES`) are mapped by it.
         self.controllers = controllers
-        # Whether a client waits for a success to end a redirect's recovery (the leader
-        # table knows): only then is a plain Produce or Fetch response walked. None: always.
-        self.awaits_success = awaits_success
+        # The clients ("" for none) awaiting a success to end a redirect's recovery, a live
+        # view: theirs are the plain Produce and Fetch responses walked (None: all are).
+        self.awaiting_success = awaiting_success
         self.limits = limits
         self.max_in_flight = limits.max_in_flight_requests  # read on every request
         self.refused_apis = refused_apis

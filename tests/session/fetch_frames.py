@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Container
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -106,13 +106,13 @@ def fetch_request(version: int, corr: int) -> bytes:
 def streaming_session(
     stream_after: int = STREAM_AFTER,
     open_nodes: tuple[int, ...] = (1, 2, 3),
-    awaits_success: Callable[[str | None], bool] | None = None,
+    awaiting_success: Container[str] | None = None,
 ) -> tuple[ProxySession, AddressMap]:
-    """`awaits_success`: what the session asks before it skips a plain response's walk
-    (None: it never skips)."""
+    """`awaiting_success`: the clients whose plain responses are walked all the same
+    (None: every client's)."""
     mapping = address_map(open_nodes=open_nodes)
     limits = SessionLimits(1 << 20, 100, stream_after)
-    s = ProxySession(mapping, limits, awaits_success=awaits_success)
+    s = ProxySession(mapping, limits, awaiting_success=awaiting_success)
     return s, mapping
 
 
@@ -153,10 +153,10 @@ def through(
     frame: bytes,
     cuts: list[int],
     stream_after: int = STREAM_AFTER,
-    awaits_success: Callable[[str | None], bool] | None = None,
+    awaiting_success: Container[str] | None = None,
 ) -> tuple[list[bytes], UpstreamStep]:
     """The frame fed in pieces cut at `cuts`: (what each step sent, the last step)."""
-    s, mapping = streaming_session(stream_after, awaits_success=awaits_success)
+    s, mapping = streaming_session(stream_after, awaiting_success=awaiting_success)
     client(s, fetch_request(version, 5))
     sent: list[bytes] = []
     step = None

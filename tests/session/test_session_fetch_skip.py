@@ -57,7 +57,7 @@ def streamed(
 ) -> tuple[bytes, Any]:
     """The frame through a session that asks whether its client ("app") awaits a
     success, cut at `cuts`: (bytes out, the last step)."""
-    sent, step = through(version, frame, cuts, stream_after, lambda c: c in waiting)
+    sent, step = through(version, frame, cuts, stream_after, waiting)
     return b"".join(sent), step
 
 
@@ -215,7 +215,7 @@ def test_too_many_tagged_fields_are_refused_walked_or_not(version: int, waiting:
     body = frame[4:-3] + bytes([65]) + b"".join(bytes([tag, 0]) for tag in range(10, 75))
     frame = len(body + b"\x00\x00").to_bytes(4, "big") + body + b"\x00\x00"
     for stream_after in (STREAM_AFTER, GATHER_ALL):
-        s, _ = streaming_session(stream_after, awaits_success=lambda c: c in waiting)
+        s, _ = streaming_session(stream_after, awaiting_success=waiting)
         client(s, fetch_request(version, 5))
         assert s.upstream_bytes(frame[:100], LATER).close is None
         step = s.upstream_bytes(frame[100:], LATER)

@@ -22,21 +22,15 @@ def appended(corr: int) -> bytes:
 
 
 def producer_session(waiting: set[str]) -> ProxySession:
-    asked: list[str | None] = []
-
-    def awaits(client_id: str | None) -> bool:
-        asked.append(client_id)
-        return client_id in waiting
-
-    s = ProxySession(
+    """A session whose clients in `waiting` await a success (their responses walked)."""
+    return ProxySession(
         address_map(open_nodes=(1, 2)),
         SessionLimits(1 << 20, 100),
         CLIENT_REFUSED_APIS,
         None,
         None,
-        awaits,
+        waiting,
     )
-    return s
 
 
 def test_a_plain_produce_response_is_not_walked() -> None:

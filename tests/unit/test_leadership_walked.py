@@ -16,6 +16,8 @@ from kproxy.leadership import NO_FACTS
 from kproxy.observability import Observability
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.walker import walk
+from kproxy.proxy.client import ClientConnection
+from kproxy.proxy.proxy import Proxy
 from tests.kio_support import encode_response_frame, kio_message_class
 from tests.leader_observations import FETCH, METADATA, PRODUCE, changes, hint, meta, result, table
 
@@ -133,16 +135,19 @@ def test_the_kraft_quorum_leader_from_raft_fetch_and_begin_quorum_epoch() -> Non
 
 def test_a_client_awaits_a_success_from_its_redirect_to_its_recovery() -> None:
     """What decides whether a plain Produce response must still be walked: the table's
-    dict, as the observer the sessions ask holds it."""
+    dict, as the observer holds it and a client connection's session reads it, a live
+    view taken once (when the connection opens) and read again below."""
     t, _ = table()
     settings = parse_config({"cluster": {"bootstrap_servers": ["b.invalid:9092"]}})
     observer = Observability(settings, runtime_collectors=False, leader_table=t)
     t.observe(METADATA, "c", None, [meta(0, 1, 5)])
-    assert not observer.awaits_success("p")
+    connection = ClientConnection(Proxy(settings, observer).services, "bootstrap", None)
+    awaiting = connection.session.awaiting_success
+    assert awaiting is not None and "p" not in awaiting
     t.observe(PRODUCE, "p", 1, [hint(0, 2, 6)], frozenset({2}))
-    assert observer.awaits_success("p") and not observer.awaits_success("q")
-    assert not observer.awaits_success(None)
+    assert "p" in awaiting and "q" not in awaiting
+    assert "" not in awaiting  # a client without an id
     (recovery,) = t.observe(PRODUCE, "p", 2, [result(0)]).recoveries
     assert recovery.partition == 0
-    assert not observer.awaits_success("p")
+    assert "p" not in awaiting
     assert not t.clients_awaiting_success
