@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -169,6 +170,19 @@ def compiled_copy(into: Path, source: Path = REPO) -> Path:
     container image runs (Dockerfile)."""
     compile_in_place(source_copy(into, source))
     return into
+
+
+def json_from_compiled_copy(module_args: list[str]) -> dict[str, object]:
+    """``python -m MODULE ARGS`` (a bench module's ``--json-only`` run) on a mypyc build
+    of this checkout in a temporary copy: what it printed, read as JSON."""
+    with tempfile.TemporaryDirectory(prefix="kproxy-compiled-") as tmp:
+        copy = compiled_copy(Path(tmp))
+        # The copy first on the path: its compiled kproxy, this checkout's bench and tests.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(REPO)])}
+        done = subprocess.run([sys.executable, "-m", *module_args], cwd=copy, env=env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        result: dict[str, object] = json.loads(done.stdout)
+        return result
 
 
 def setting_changes(pairs: list[str]) -> dict[str, Any]:

@@ -28,19 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.ab import compiled_copy
+from bench.ab import json_from_compiled_copy
 from bench.session_pairs import PAIRS_PER_CALL, events_dir, pair_builders
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PAIRS = ("runtime", "runtime-fetch-small")
 # Written before each pair: more than the last-level cache of the machines here (32 MiB
 # of L3), at one byte a cache line.
@@ -83,14 +78,9 @@ def measure(which: list[str], pairs: int, repeat: int) -> dict[str, object]:
 
 def measure_compiled(which: list[str], pairs: int, repeat: int) -> dict[str, object]:
     """The same, on a mypyc build of this source in a temporary copy."""
-    with tempfile.TemporaryDirectory(prefix="kproxy-compiled-") as tmp:
-        copy = compiled_copy(Path(tmp))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(REPO)])}
-        argv = [sys.executable, "-m", "bench.cold_pairs", "--pairs", str(pairs),
-                "--repeat", str(repeat), "--json-only", *which]  # fmt: skip
-        done = subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True, check=True)
-        result: dict[str, object] = json.loads(done.stdout)
-        return result
+    return json_from_compiled_copy(
+        ["bench.cold_pairs", "--pairs", str(pairs), "--repeat", str(repeat), "--json-only", *which]
+    )
 
 
 def _report(result: dict[str, object]) -> None:

@@ -38,15 +38,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from bench.ab import compiled_copy
+from bench.ab import json_from_compiled_copy
 from bench.rewrite_bench import seconds_per_call
 from bench.session_pairs import (
     FETCH_READS,
@@ -119,20 +117,7 @@ def instructions_per_pair(which: str, pairs: int = 6000) -> int:
 
 def measure_compiled(repeat: int) -> dict[str, object]:
     """The same, on a mypyc build of this source in a temporary copy."""
-    with tempfile.TemporaryDirectory(prefix="kproxy-compiled-") as tmp:
-        copy = compiled_copy(Path(tmp))
-        # The copy first on the path: its compiled kproxy, this checkout's bench and tests.
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(REPO)])}
-        run = subprocess.run(
-            [sys.executable, "-m", "bench.session_bench", "--repeat", str(repeat), "--json-only"],
-            cwd=copy,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        result: dict[str, object] = json.loads(run.stdout)
-        return result
+    return json_from_compiled_copy(["bench.session_bench", "--repeat", str(repeat), "--json-only"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,9 +65,6 @@ class Observability(ProxyObserver):
         )
         self.hot = self.metrics.hot  # frames and latency, every request: one call less
         self.leaders_table = leader_table if leader_table is not None else LeaderTable()
-        # Read on every plain Produce and Fetch response (`clients_awaiting_success`): the
-        # table's own dict, changed in place, tested by the sessions with `in`.
-        self._awaiting = self.leaders_table.clients_awaiting_success
         # The quorum's leader and epoch are read from the leader table at scrape time.
         self.metrics.quorum_leader.set_function(lambda: self._quorum_gauge(0))
         self.metrics.quorum_epoch.set_function(lambda: self._quorum_gauge(1))
@@ -357,7 +354,8 @@ class Observability(ProxyObserver):
 
     # -- what the admin server and the demo read ------------------------------------------------
     def clients_awaiting_success(self) -> Container[str]:
-        return self._awaiting
+        # The table's own dict, changed in place: the sessions test it with `in`.
+        return self.leaders_table.clients_awaiting_success
 
     def quorum_leader(self) -> tuple[int, int | None] | None:
         """(leader id, epoch) of the KRaft quorum as kproxy last saw it pass (KIP-853)."""
