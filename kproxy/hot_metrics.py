@@ -13,6 +13,7 @@ buckets (`kproxy.metric_specs`).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
@@ -40,46 +41,37 @@ REQUEST: Final = "request"  # the two values of kproxy_frames_total's `direction
 RESPONSE: Final = "response"
 
 
-class _Latency:
-    """One API's two latency histograms: per-bucket (not cumulative) counts, the last
-    one +Inf, and the sums."""
+class _ApiTraffic:
+    """One API's frames and bytes each way and its two latency histograms (per-bucket
+    counts, not cumulative, the last one +Inf; and the sums): one object per API, so
+    that a response updates one object, found by one dict lookup (native integers and
+    floats when compiled)."""
 
-    __slots__ = ("total_buckets", "total_sum", "upstream_buckets", "upstream_sum")
+    __slots__ = (
+        "request_bytes",
+        "request_frames",
+        "response_bytes",
+        "response_frames",
+        "total_buckets",
+        "total_sum",
+        "upstream_buckets",
+        "upstream_sum",
+    )
 
     def __init__(self, buckets: int) -> None:
+        self.request_frames = 0
+        self.request_bytes = 0
+        self.response_frames = 0
+        self.response_bytes = 0
         self.total_buckets = [0] * (buckets + 1)
         self.upstream_buckets = [0] * (buckets + 1)
         self.total_sum = 0.0
         self.upstream_sum = 0.0
 
-    def add(self, bounds: list[float], total_seconds: float, upstream_seconds: float) -> None:
-        """One response's two latencies, each in the first bucket whose bound is >= it (a
-        bucket counts values <= its bound; the last, +Inf, the rest): `bisect_left`'s
-        answer, found by a scan from the lowest bound, because nearly every latency
-        falls in the first few buckets, and compiled it is a loop over machine floats
-        where bisect_left is a call on boxed ones. Both scans inline: this runs for
-        every response."""
-        n = len(bounds)
-        i = 0
-        while i < n and bounds[i] < total_seconds:
-            i += 1
-        self.total_buckets[i] += 1
-        self.total_sum += total_seconds
-        i = 0
-        while i < n and bounds[i] < upstream_seconds:
-            i += 1
-        self.upstream_buckets[i] += 1
-        self.upstream_sum += upstream_seconds
-
-
-class _FrameCounts:
-    """One API's frames and bytes in one direction (native integers when compiled)."""
-
-    __slots__ = ("bytes", "frames")
-
-    def __init__(self) -> None:
-        self.frames = 0
-        self.bytes = 0
+    @property
+    def timed(self) -> bool:
+        """Whether a response's latencies were observed (its histograms have samples)."""
+        return any(self.total_buckets)
 
 
 class HotPathMetrics(Collector):
@@ -87,11 +79,8 @@ class HotPathMetrics(Collector):
     kproxy_upstream_duration_seconds and kproxy_responses_streamed_total."""
 
     def __init__(self) -> None:
-        # api key -> counts, one table per direction: an int key, no tuple to build and
-        # hash on every frame.
-        self.requests: dict[int, _FrameCounts] = {}
-        self.responses_out: dict[int, _FrameCounts] = {}
-        self.latency: dict[int, _Latency] = {}
+        # api key -> its traffic: an int key, no tuple to build and hash on every frame.
+        self.apis: dict[int, _ApiTraffic] = {}
         # (api key, what the tail became) -> responses: a consumer's every large Fetch
         # response is streamed, and a labelled counter took a lock and a label lookup
         # for each.
@@ -112,41 +101,67 @@ class HotPathMetrics(Collector):
         for seen in responses:
             self.response_out(seen.api_key, seen.size, done - seen.received, seen.upstream_seconds)
 
+    def _traffic(self, api_key: int) -> _ApiTraffic:
+        """The API's record, made at its first frame."""
+        traffic = self.apis.get(api_key)
+        if traffic is None:
+            traffic = self.apis[api_key] = _ApiTraffic(len(self.bounds))
+        return traffic
+
+    def request(self, api_key: int, size: int) -> None:
+        """One request frame forwarded: for every request (the record read inline)."""
+        traffic = self.apis.get(api_key)
+        if traffic is None:
+            traffic = self._traffic(api_key)
+        traffic.request_frames += 1
+        traffic.request_bytes += size
+
     def frame(self, api_key: int, direction: str, size: int) -> None:
-        # The table picked inline, not by a call: this runs for every frame.
         if direction == REQUEST:
-            table = self.requests
+            self.request(api_key, size)
         elif direction == RESPONSE:
-            table = self.responses_out
+            traffic = self._traffic(api_key)
+            traffic.response_frames += 1
+            traffic.response_bytes += size
         else:
             raise ValueError(f"unknown frame direction {direction!r}")
-        counts = table.get(api_key)
-        if counts is None:
-            counts = table[api_key] = _FrameCounts()
-        counts.frames += 1
-        counts.bytes += size
 
     def response(self, api_key: int, total_seconds: float, upstream_seconds: float) -> None:
         """One response's latencies (its frame counted by `frame`)."""
-        latency = self.latency.get(api_key)
-        if latency is None:
-            latency = self.latency[api_key] = _Latency(len(self.bounds))
-        latency.add(self.bounds, total_seconds, upstream_seconds)
+        traffic = self._traffic(api_key)
+        bounds = self.bounds
+        traffic.total_buckets[bisect_left(bounds, total_seconds)] += 1
+        traffic.total_sum += total_seconds
+        traffic.upstream_buckets[bisect_left(bounds, upstream_seconds)] += 1
+        traffic.upstream_sum += upstream_seconds
 
     def response_out(
         self, api_key: int, size: int, total_seconds: float, upstream_seconds: float
     ) -> None:
         """One response frame written to the client and its latencies: `frame` and
-        `response` in one call, for every response (their tables read inline)."""
-        counts = self.responses_out.get(api_key)
-        if counts is None:
-            counts = self.responses_out[api_key] = _FrameCounts()
-        counts.frames += 1
-        counts.bytes += size
-        latency = self.latency.get(api_key)
-        if latency is None:
-            latency = self.latency[api_key] = _Latency(len(self.bounds))
-        latency.add(self.bounds, total_seconds, upstream_seconds)
+        `response` in one call, for every response, with nothing called from it: each
+        latency goes in the first bucket whose bound is >= it (a bucket counts values <=
+        its bound; the last, +Inf, the rest), `bisect_left`'s answer as `response` finds
+        it, found here by a scan from the lowest bound, because nearly every latency
+        falls in the first few buckets, and compiled it is a loop over machine floats
+        where bisect_left is a call on boxed ones."""
+        traffic = self.apis.get(api_key)
+        if traffic is None:
+            traffic = self._traffic(api_key)
+        traffic.response_frames += 1
+        traffic.response_bytes += size
+        bounds = self.bounds
+        n = len(bounds)
+        i = 0
+        while i < n and bounds[i] < total_seconds:
+            i += 1
+        traffic.total_buckets[i] += 1
+        traffic.total_sum += total_seconds
+        i = 0
+        while i < n and bounds[i] < upstream_seconds:
+            i += 1
+        traffic.upstream_buckets[i] += 1
+        traffic.upstream_sum += upstream_seconds
 
     def response_streamed(self, api_key: int, tail: str) -> None:
         """A response forwarded as it arrived; `tail` is what its tail became."""
@@ -157,21 +172,25 @@ class HotPathMetrics(Collector):
     def collect(self) -> Iterator[Metric]:
         frames = _counter(FRAMES)
         sizes = _counter(BYTES)
-        rows = [(key, REQUEST, c) for key, c in self.requests.items()]
-        rows += [(key, RESPONSE, c) for key, c in self.responses_out.items()]
-        for api_key, direction, counts in sorted(rows, key=lambda row: row[:2]):
-            labels = [api_name(api_key), direction]
-            frames.add_metric(labels, counts.frames)
-            sizes.add_metric(labels, counts.bytes)
         total = _histogram(REQUEST_DURATION)
         upstream = _histogram(UPSTREAM_DURATION)
-        for api_key, latency in sorted(self.latency.items()):
+        rows: list[tuple[int, str, int, int]] = []
+        for api_key, t in self.apis.items():
+            if t.request_frames:
+                rows.append((api_key, REQUEST, t.request_frames, t.request_bytes))
+            if t.response_frames:
+                rows.append((api_key, RESPONSE, t.response_frames, t.response_bytes))
+        for api_key, direction, count, size in sorted(rows, key=lambda row: row[:2]):
+            labels = [api_name(api_key), direction]
+            frames.add_metric(labels, count)
+            sizes.add_metric(labels, size)
+        for api_key, t in sorted(self.apis.items()):
+            if not t.timed:
+                continue
             labels = [api_name(api_key)]
-            total.add_metric(
-                labels, self._cumulative(latency.total_buckets), sum_value=latency.total_sum
-            )
+            total.add_metric(labels, self._cumulative(t.total_buckets), sum_value=t.total_sum)
             upstream.add_metric(
-                labels, self._cumulative(latency.upstream_buckets), sum_value=latency.upstream_sum
+                labels, self._cumulative(t.upstream_buckets), sum_value=t.upstream_sum
             )
         streamed = _counter(RESPONSES_STREAMED)
         for (api_key, tail), count in sorted(self.streamed.items()):

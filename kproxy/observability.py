@@ -26,12 +26,12 @@ from kproxy.events import (
     format_ts,
     instance_id,
 )
-from kproxy.hot_metrics import REQUEST
 from kproxy.leadership import NO_FACTS, LeaderTable, topic_id_text
 from kproxy.metrics import KproxyMetrics
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.proxy.observer import ProxyObserver
+from kproxy.sampling import next_gap, sample_fields
 from kproxy.session.steps import ResponseSeen
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ class Observability(ProxyObserver):
         ev = settings.events
         self.sample_rate = ev.request_sample_rate if ev.enabled else 0.0
         self._sample = sample
+        # Responses until the next request sample, that one included (kproxy.sampling).
+        self._until_sample = next_gap(self.sample_rate, sample)
         self.events: EventLog | None = None
         # The events producer's client id when it publishes through this kproxy: its
         # requests are kproxy's own, not a client's, and stay out of redirect metrics.
@@ -191,17 +193,19 @@ class Observability(ProxyObserver):
     # them through `frame`, a call more on every frame of a busy connection.
     # tests/unit/test_events_observability.py holds them to what the general path's hooks count.
     def request_forwarded(self, api_key: int, size: int) -> None:
-        self.hot.frame(api_key, REQUEST, size)
+        self.hot.request(api_key, size)
 
     def response_forwarded(
         self, req: InFlight, size: int, upstream_seconds: float, done: float
     ) -> None:
         total = done - req.received
         self.hot.response_out(req.api_key, size, total, upstream_seconds)
-        # `response`'s sampling, inline: this runs for every response the lane forwards.
-        rate = self.sample_rate
-        if rate > 0.0 and req.client_id != self.own_client_id and self._sample() < rate:
-            self._request_sample(req.api_key, req.version, req.client_id, total, upstream_seconds)
+        # `_toward_sample`'s countdown, inline: this runs for every response the lane takes.
+        n = self._until_sample
+        if n > 1:
+            self._until_sample = n - 1
+        elif n:
+            self._toward_sample(req.api_key, req.version, req.client_id, total, upstream_seconds)
 
     def response(
         self,
@@ -212,9 +216,7 @@ class Observability(ProxyObserver):
         upstream_seconds: float,
     ) -> None:
         self.hot.response(api_key, total_seconds, upstream_seconds)
-        rate = self.sample_rate
-        if rate > 0.0 and client_id != self.own_client_id and self._sample() < rate:
-            self._request_sample(api_key, version, client_id, total_seconds, upstream_seconds)
+        self._toward_sample(api_key, version, client_id, total_seconds, upstream_seconds)
 
     # What every read forwards: one call each way, not one per frame (kproxy.hot_metrics).
     def requests_forwarded(self, requests: list[tuple[int, int]]) -> None:
@@ -222,29 +224,26 @@ class Observability(ProxyObserver):
 
     def responses_forwarded(self, responses: list[ResponseSeen], done: float) -> None:
         self.hot.responses(responses, done)
-        rate = self.sample_rate
-        if rate > 0.0:
-            sample, own = self._sample, self.own_client_id
+        if self._until_sample:
             for seen in responses:
-                if seen.client_id != own and sample() < rate:
-                    total = done - seen.received
-                    self._request_sample(
-                        seen.api_key, seen.version, seen.client_id, total, seen.upstream_seconds
-                    )
+                total = done - seen.received
+                self._toward_sample(
+                    seen.api_key, seen.version, seen.client_id, total, seen.upstream_seconds
+                )
 
-    def _request_sample(
+    def _toward_sample(
         self, key: int, version: int, client: str | None, total: float, upstream: float
     ) -> None:
-        self._emit(
-            REQUEST_SAMPLE,
-            {
-                "api": api_name(key),
-                "version": version,
-                "client_id": client,
-                "total_ms": round(total * 1000.0, 3),
-                "upstream_ms": round(upstream * 1000.0, 3),
-            },
-        )
+        """One response toward the next request sample. The one a gap ends on is sampled
+        unless kproxy's own events producer sent it (counted in the gaps, dropped here:
+        every other response is still sampled with the same probability)."""
+        n = self._until_sample
+        if n > 1:
+            self._until_sample = n - 1
+        elif n:
+            self._until_sample = next_gap(self.sample_rate, self._sample)
+            if client is None or client != self.own_client_id:
+                self._emit(REQUEST_SAMPLE, sample_fields(key, version, client, total, upstream))
 
     def leaders(
         self,

@@ -6,16 +6,22 @@ path reports.
 
 from __future__ import annotations
 
+import itertools
+import math
+import random
 import re
 import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kproxy.config import ClusterSettings, EventSettings, MetricsSettings, Settings
 from kproxy.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES
 from kproxy.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
+from kproxy.session.inflight import InFlight
 from kproxy.session.steps import ResponseSeen
 from tests.event_files import REPO, TS_RE, read_lines
 
@@ -186,14 +192,18 @@ def test_pending_counts_the_queue_and_the_batch_the_writer_holds(tmp_path: Path)
 def test_request_samples_follow_the_rate_and_disabled_events_write_nothing(
     tmp_path: Path,
 ) -> None:
-    draws = iter([0.5, 0.05, 0.2, 0.09])
+    # At rate 0.5 a draw u gives a gap of 1 + floor(log2(1 / (1 - u))) responses: 0.5 ->
+    # 2, 0.0 -> 1, 0.75 -> 3. So of five responses the 2nd and 3rd are sampled.
+    draws = iter([0.5, 0.0, 0.75])
     o = Observability(
-        settings_for(tmp_path / "a", request_sample_rate=0.1),
+        settings_for(tmp_path / "a", request_sample_rate=0.5),
         sample=lambda: next(draws),
         runtime_collectors=False,
     )
     o.response(1, 16, "c", 0.5, 0.5)  # one at a time, or as what a read forwarded
-    o.responses_forwarded([seen_response(1, 16, "c", 0.5, 0.5)] * 3, 1.0)
+    o.responses_forwarded([seen_response(1, 16, "c", 0.5, 0.5)] * 2, 1.0)
+    o.response_forwarded(InFlight(1, 16, 1, "c", 0.0), 10, 0.5, 1.0)  # the fast lane's
+    o.response_forwarded(InFlight(1, 16, 1, "c", 0.0), 10, 0.5, 1.0)
     o.close()
     assert [x["type"] for x in read_lines(tmp_path / "a")] == ["request_sample"] * 2
     off = Observability(settings_for(tmp_path / "b", enabled=False), runtime_collectors=False)
@@ -202,6 +212,49 @@ def test_request_samples_follow_the_rate_and_disabled_events_write_nothing(
     assert off.events is None
     assert not (tmp_path / "b").exists()
     assert off.metrics.total("kproxy_leader_changes_total") == 2
+
+
+@pytest.mark.parametrize("rate", [0.01, 0.2, 0.9])
+def test_each_response_is_sampled_with_the_rate_whoever_else_is_sampled(
+    tmp_path: Path, rate: float
+) -> None:
+    """The gaps between samples make each response a sample with probability `rate`,
+    independently: the count over many responses, and the count of the responses that
+    follow a sampled one, are binomial with that rate (within five standard
+    deviations; the draws are seeded). kproxy's own producer's responses count in the
+    gaps and are never sampled."""
+    o = Observability(
+        settings_for(tmp_path, request_sample_rate=rate),
+        sample=random.Random(7).random,
+        runtime_collectors=False,
+    )
+    o.own_client_id = "kproxy-events"
+    written: list[str | None] = []
+    monkeypatch_emit(o, written)
+    theirs: list[bool] = []  # for each of the clients' responses: sampled
+    for i in range(40_000):
+        client = "kproxy-events" if i % 10 == 9 else "app"
+        before = len(written)
+        o.response_forwarded(InFlight(1, 16, 1, client, 0.0), 10, 0.001, 0.002)
+        if client == "app":
+            theirs.append(len(written) > before)
+    assert written and set(written) == {"app"}
+    after = [s for prev, s in itertools.pairwise(theirs) if prev]
+    for got in (theirs, after):
+        n = len(got)
+        sd = math.sqrt(n * rate * (1 - rate))
+        assert abs(sum(got) - n * rate) <= 5 * sd, (sum(got), n, rate)
+
+
+def monkeypatch_emit(o: Observability, written: list[str | None]) -> None:
+    """Record the client id of every request sample `o` emits."""
+
+    def emit(event_type: str, fields: dict[str, object]) -> None:
+        if event_type == "request_sample":
+            client = fields["client_id"]
+            written.append(client if isinstance(client, str) else None)
+
+    o._emit = emit  # type: ignore[method-assign]
 
 
 def test_docs_list_every_event_type_and_field() -> None:
