@@ -57,3 +57,21 @@ def test_unknown_response_without_overflow_is_none() -> None:
     t = CorrelationTable(max_unanswered=10)
     t.add(1, 1, expects_response=False)
     assert t.pop(12345) is None
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5])
+def test_add_below_records_only_while_fewer_than_the_limit_would_await(limit: int) -> None:
+    """`add_below` is `add` when, with the request, fewer than `limit` await responses;
+    otherwise it refuses and leaves the table as it was (the fast lane's test)."""
+    t = CorrelationTable()
+    added = [c for c in range(6) if t.add_below(c, f"r{c}", limit)]
+    assert added == list(range(limit - 1))
+    assert len(t) == limit - 1
+    assert t.pop(limit - 1) is None  # the refused one was never recorded
+    for c in added:
+        assert t.pop(c) == f"r{c}"
+    assert t.add_below(9, "r9", 0) and t.add_below(10, "r10", 0)  # 0: no limit
+    with pytest.raises(ProtocolError) as err:
+        t.add_below(9, "again", 0)
+    assert err.value.reason == "duplicate_correlation_id"
+    assert t.pop(9) == "r9"
