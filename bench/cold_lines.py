@@ -12,10 +12,11 @@ module's) and the data (objects, code objects, tables) it touches. A run of N ev
 pairs less a run of N evictions alone, after the same warm-up, gives the count per pair;
 it does not move with the machine's neighbours.
 
-On 2026-12-02 the small Fetch pair (``runtime-fetch-small``) fetched about 1,540 lines in
-pure Python, the yardstick (``least``) about 950, and they took 24 and 10 us cold
-(`bench.cold_pairs`): each line costs of the order of 10 ns, so a change that touches
-fewer objects and functions shows here when the timings cannot resolve it.
+On 2026-12-02 the small Fetch pair (``runtime-fetch-small``) fetched about 1,300 lines in
+pure Python and the yardstick (``least``) about 850; cold, they took about 25 and 10 us
+(`bench.cold_pairs`), of the order of 10-20 ns a line. So a change that touches fewer
+objects and functions shows here when the timings cannot resolve it
+(docs/performance.md, "Lines from memory").
 
 WHICH names pairs of `bench.session_pairs` (default: ``runtime`` and
 ``runtime-fetch-small``). ``--compiled`` counts a mypyc build of this source as well.
