@@ -37,6 +37,7 @@ from pathlib import Path
 from bench.ab import json_from_compiled_copy
 from bench.cold_pairs import DEFAULT_PAIRS, evict
 from bench.session_pairs import PAIRS_PER_CALL, events_dir, pair_builders
+from kproxy.build import COMPILED, hot_path_build
 
 LL_BYTES = 1 << 20
 # First-level caches as this host's, a last level small enough that a 2 MiB write
@@ -109,10 +110,8 @@ def per_pair(which: str, pairs: int) -> dict[str, float]:
 
 
 def measure(which: list[str], pairs: int) -> dict[str, object]:
-    import kproxy.session.session as module
-
     counts = {name: per_pair(name, pairs) for name in which}
-    return {"per_pair": counts, "compiled": not str(module.__file__).endswith(".py")}
+    return {"per_pair": counts, "compiled": hot_path_build() == COMPILED}
 
 
 def _report(result: dict[str, object]) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from bench.ab import json_from_compiled_copy
 from bench.session_pairs import PAIRS_PER_CALL, events_dir, pair_builders
+from kproxy.build import COMPILED, hot_path_build
 
 DEFAULT_PAIRS = ("runtime", "runtime-fetch-small")
 # Written before each pair: more than the last-level cache of the machines here (32 MiB
@@ -68,8 +69,6 @@ def cold_us_per_pair(run: Callable[[], object], pairs: int, buffer: bytearray) -
 
 
 def measure(which: list[str], pairs: int, repeat: int) -> dict[str, object]:
-    import kproxy.session.session as module
-
     buffer = bytearray(EVICT_BYTES)
     figures: dict[str, list[float]] = {}
     with events_dir() as events:
@@ -80,7 +79,7 @@ def measure(which: list[str], pairs: int, repeat: int) -> dict[str, object]:
                 run()
             per_call = PAIRS_PER_CALL.get(name, 1)
             figures[name] = [cold_us_per_pair(run, pairs, buffer) / per_call for _ in range(repeat)]
-    return {"us_per_pair": figures, "compiled": not str(module.__file__).endswith(".py")}
+    return {"us_per_pair": figures, "compiled": hot_path_build() == COMPILED}
 
 
 def measure_compiled(which: list[str], pairs: int, repeat: int) -> dict[str, object]:

@@ -58,13 +58,12 @@ from bench.session_pairs import (
     events_dir,
     pair_builders,
 )
+from kproxy.build import COMPILED, hot_path_build
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def measure(repeat: int) -> dict[str, object]:
-    import kproxy.session.session as module
-
     with events_dir() as events:
         builders = pair_builders(Path(events))
         us = {
@@ -81,7 +80,7 @@ def measure(repeat: int) -> dict[str, object]:
         "runtime_fetch_small_us_per_pair": us["runtime-fetch-small"],
         "runtime_fetch_small_parts_us_per_pair": us["runtime-fetch-small-parts"],
         "least_us_per_pair": us["least"],
-        "compiled": not str(module.__file__).endswith(".py"),
+        "compiled": hot_path_build() == COMPILED,
     }
 
 
