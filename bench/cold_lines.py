@@ -36,7 +36,7 @@ from pathlib import Path
 
 from bench.ab import json_from_compiled_copy
 from bench.cold_pairs import DEFAULT_PAIRS, evict
-from bench.session_pairs import PAIRS_PER_CALL, events_dir, pair_builders
+from bench.session_pairs import PAIRS_PER_CALL, check_pair_names, events_dir, pair_builders
 from kproxy.build import COMPILED, hot_path_build
 
 LL_BYTES = 1 << 20
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-evicted", nargs=3, metavar=("WHICH", "N", "PAIRS"),
                     help=argparse.SUPPRESS)  # fmt: skip
     args = ap.parse_args(argv)
+    check_pair_names(ap, args.which)
     if args.run_evicted:
         which, pairs, with_pairs = args.run_evicted
         run_evicted(which, int(pairs), with_pairs == "1")

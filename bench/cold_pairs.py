@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.ab import json_from_compiled_copy
-from bench.session_pairs import PAIRS_PER_CALL, events_dir, pair_builders
+from bench.session_pairs import PAIRS_PER_CALL, check_pair_names, events_dir, pair_builders
 from kproxy.build import COMPILED, hot_path_build
 
 DEFAULT_PAIRS = ("runtime", "runtime-fetch-small")
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compiled", action="store_true", help="also measure a mypyc build")
     ap.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    check_pair_names(ap, args.which)
     here = measure(args.which, args.pairs, args.repeat)
     if args.json_only:
         print(json.dumps(here))

@@ -7,6 +7,7 @@ call's pairs (`PAIRS_PER_CALL`), built by name (`pair_builders`).
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import tempfile
 import uuid
@@ -227,3 +228,12 @@ def pair_builders(events: Path) -> dict[str, Callable[[], Callable[[], object]]]
         "general": lambda: session_pair(lane=False),
         "least": lambda: least_pair(*produce_pair()),
     }
+
+
+def check_pair_names(parser: argparse.ArgumentParser, names: list[str]) -> None:
+    """Refuse, through `parser` (usage and exit status 2), a pair name that
+    `pair_builders` does not know, before anything is built or run."""
+    known = pair_builders(Path())
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        parser.error(f"no pair named {', '.join(unknown)} (known: {', '.join(sorted(known))})")

@@ -76,3 +76,17 @@ def test_a_pair_counts_what_its_run_adds_to_the_evictions(
 def test_the_counted_process_runs_the_named_pair() -> None:
     # The process cachegrind runs, without cachegrind: a few evicted pairs, no error.
     assert cold_lines.main(["--run-evicted", "runtime", "2", "1"]) == 0
+
+
+def test_an_unknown_pair_is_refused_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def run(*args: object) -> Any:
+        raise AssertionError("cachegrind started for an unknown pair")
+
+    monkeypatch.setattr(cold_lines, "cachegrind_run", run)
+    with pytest.raises(SystemExit) as exit_:
+        cold_lines.main(["runtime", "no-such-pair"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "no pair named no-such-pair" in err and "runtime-fetch-small" in err

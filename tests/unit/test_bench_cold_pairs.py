@@ -35,3 +35,16 @@ def test_the_named_pairs_are_measured_as_kproxy_builds_them(
     assert len(result["us_per_pair"]["runtime"]) == 2
     assert all(us > 0 for us in result["us_per_pair"]["runtime"])
     assert isinstance(result["compiled"], bool)
+
+
+def test_an_unknown_pair_is_refused_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def measure(*args: object) -> dict[str, object]:
+        raise AssertionError("timed an unknown pair")
+
+    monkeypatch.setattr(cold_pairs, "measure", measure)
+    with pytest.raises(SystemExit) as exit_:
+        cold_pairs.main(["no-such-pair"])
+    assert exit_.value.code == 2
+    assert "no pair named no-such-pair" in capsys.readouterr().err
