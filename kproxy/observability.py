@@ -195,6 +195,9 @@ class Observability(ProxyObserver):
     def request_forwarded(self, api_key: int, size: int) -> None:
         self.hot.request(api_key, size)
 
+    def request_counter(self) -> Callable[[int, int], None]:
+        return self.hot.request
+
     def response_forwarded(
         self, req: InFlight, size: int, upstream_seconds: float, done: float
     ) -> None:

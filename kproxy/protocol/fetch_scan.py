@@ -129,30 +129,34 @@ def _flexible_topics(buf: bytes, pos: int, stop: int, topic_ids: bool) -> int:
             if buf[pos + 4] or buf[pos + 5]:
                 return -1  # an error (ErrorCode, after the partition's Index)
             # Index, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset: 30 bytes;
-            # then AbortedTransactions, null (0) or empty (1) unless a transaction aborted.
-            pos += 30
-            if buf[pos] > 1:
-                pos = _aborted(buf, pos, stop)
+            # then AbortedTransactions, null (0) or empty (1) unless a transaction
+            # aborted, and PreferredReadReplica: the Records' length at 35 in the
+            # commonest case. Offsets are added once each: an addition is an opcode.
+            if buf[pos + 30] < 2:
+                pos += 35
+            else:
+                pos = _aborted(buf, pos + 30, stop)
                 if pos < 0:
                     return -1
-            else:
-                pos += 1
-            pos += 4  # PreferredReadReplica
-            size = buf[pos]  # Records: a compact length, one more than the size
+                pos += 4
+            # Records: a compact nullable length, one more than the size (0: null),
+            # passed over with the records: one byte below 127 bytes of records, two
+            # below 16 KiB. `or 1`: a null (or an overlong zero) skips no records.
+            size = buf[pos]
             if size < 0x80:
-                pos += 1
-            elif buf[pos + 1] < 0x80:  # below 16 KiB: two bytes
-                size = (size & 0x7F) | buf[pos + 1] << 7
-                pos += 2
+                pos += size or 1
+            elif (high := buf[pos + 1]) < 0x80:
+                pos += ((size & 0x7F | high << 7) or 1) + 1
             else:
                 size, pos = read_uvarint(buf, pos)
-            if size > 1:
-                pos += size - 1  # passed over
-            if buf[pos] == 0:  # the commonest case by far: no tagged field
-                pos += 1
-            else:
+                pos += (size or 1) - 1
+            if buf[pos]:
                 pos = _tagged(buf, pos, CURRENT_LEADER_TAG)
-            if pos < 0 or pos > stop:
+                if pos < 0:
+                    return -1
+            else:  # the commonest case by far: no tagged field
+                pos += 1
+            if pos > stop:
                 return -1
         if buf[pos] == 0:
             pos += 1

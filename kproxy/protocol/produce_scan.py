@@ -45,70 +45,82 @@ def produce_response_is_plain(buf: bytes, pos: int, stop: int, version: int) -> 
 
     The scan reads each byte before it moves past it, so one that ends exactly at
     ``stop`` read nothing beyond it (in a read of several frames, the next one)."""
-    if not FIRST_VERSION <= version <= LAST_VERSION:
-        return False
-    # The scan is this function's body, not a helper the try wraps: a call less for
-    # every Produce response in pure Python.
+    if not 9 <= version <= LAST_VERSION:
+        return FIRST_VERSION <= version < 9 and _before_flexible(buf, pos, stop, version)
+    # The flexible versions (every current producer's): their scan is this function's
+    # body, not a helper the try wraps, a call less for every Produce response in pure
+    # Python; and each test written once for them, not asked again per partition.
     try:
-        flexible = version >= 9
-        # Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset (v5+)
-        fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
-        # Each count read inline when it is a one-byte compact count of at least one element
-        # (every small response's), else by count_at: a call per count in pure Python.
+        # Each count read inline when it is a one-byte compact count of at least one
+        # element (every small response's), else by count_at: a call in pure Python.
         topics = buf[pos] - 1
-        if flexible and 0 <= topics < 0x7F:
+        if 0 <= topics < 0x7F:
             pos += 1
         else:
-            topics, pos = count_at(buf, pos, flexible)
+            topics, pos = count_at(buf, pos, True)
+        topic_ids = version >= 13
         for _ in range(topics):
-            if version >= 13:
+            if topic_ids:
                 pos += 16  # TopicId
             else:
-                if flexible:
-                    size = buf[pos]
-                    if size < 0x80:
-                        pos += 1
-                    else:
-                        size, pos = read_uvarint(buf, pos)
-                    size -= 1
-                else:
-                    size = int16_at(buf, pos)
-                    pos += 2
-                if size < 0:
-                    return False  # a null name (never valid): let the walker say so
+                # Name: a compact string, its length plus one (0: null, never valid: the
+                # walker says so).
+                size = buf[pos]
+                if size >= 0x80:
+                    size, pos = read_uvarint(buf, pos)
+                    pos -= 1
+                if not size:
+                    return False
                 pos += size
             partitions = buf[pos] - 1
-            if flexible and 0 <= partitions < 0x7F:
+            if 0 <= partitions < 0x7F:
                 pos += 1
             else:
-                partitions, pos = count_at(buf, pos, flexible)
+                partitions, pos = count_at(buf, pos, True)
+            for _ in range(partitions):
+                # ErrorCode after the partition's Index; after Index, ErrorCode,
+                # BaseOffset, LogAppendTimeMs and LogStartOffset (30 bytes): RecordErrors
+                # empty (count 0 + 1), ErrorMessage null (0), and no tagged field (0):
+                # CurrentLeader absent.
+                if buf[pos + 4] or buf[pos + 5] or buf[pos + 30] != 1:
+                    return False
+                if buf[pos + 31] or buf[pos + 32]:
+                    return False
+                pos += 33
+            if buf[pos]:
+                return False  # a topic-level tagged field
+            pos += 1
+        pos += 4  # ThrottleTimeMs
+        # No top-level tagged field (NodeEndpoints), and the body's last byte.
+        return buf[pos] == 0 and pos + 1 == stop
+    except _FAILED:
+        return False
+
+
+def _before_flexible(buf: bytes, pos: int, stop: int, version: int) -> bool:
+    """`produce_response_is_plain` for versions 3-8 (older clients)."""
+    try:
+        # Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset (v5+)
+        fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
+        topics, pos = count_at(buf, pos, False)
+        for _ in range(topics):
+            size = int16_at(buf, pos)
+            pos += 2
+            if size < 0:
+                return False  # a null name (never valid): let the walker say so
+            pos += size
+            partitions, pos = count_at(buf, pos, False)
             for _ in range(partitions):
                 if buf[pos + 4] or buf[pos + 5]:
                     return False  # an error (ErrorCode, after the partition's Index)
                 pos += fixed
                 if version >= 8:
-                    if flexible:
-                        # RecordErrors empty (count 0 + 1), ErrorMessage null (0), and no
-                        # tagged field (0): CurrentLeader absent.
-                        if buf[pos] != 1 or buf[pos + 1] != 0 or buf[pos + 2] != 0:
-                            return False
-                        pos += 3
-                    else:
-                        # RecordErrors empty (int32 0), ErrorMessage null (int16 -1).
-                        if buf[pos] or buf[pos + 1] or buf[pos + 2] or buf[pos + 3]:
-                            return False
-                        if buf[pos + 4] != 0xFF or buf[pos + 5] != 0xFF:
-                            return False
-                        pos += 6
-            if flexible:
-                if buf[pos] != 0:
-                    return False  # a topic-level tagged field
-                pos += 1
-        pos += 4  # ThrottleTimeMs
-        if flexible:
-            if buf[pos] != 0:
-                return False  # a top-level tagged field: NodeEndpoints
-            pos += 1
-        return pos == stop
+                    # RecordErrors empty (int32 0), ErrorMessage null (int16 -1).
+                    if buf[pos] or buf[pos + 1] or buf[pos + 2] or buf[pos + 3]:
+                        return False
+                    if buf[pos + 4] != 0xFF or buf[pos + 5] != 0xFF:
+                        return False
+                    pos += 6
+        return pos + 4 == stop  # ThrottleTimeMs
     except _FAILED:
         return False

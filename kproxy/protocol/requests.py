@@ -19,17 +19,16 @@ def produce_acks(frame: bytes | memoryview, body_offset: int, stop: int, version
     """
     try:
         pos = body_offset
-        if version >= 3:
-            if version >= 9:  # flexible: compact nullable string
-                n = frame[pos]
-                if n < 0x80:  # one byte: null or shorter than 127
-                    pos += 1
-                else:
-                    n, pos = read_uvarint(frame, pos)
-                n -= 1
+        if version >= 9:  # flexible: a compact nullable string, its length plus one
+            n = frame[pos]
+            if n < 0x80:  # one byte: null (0) or shorter than 127
+                pos += n or 1
             else:
-                n = int16_in(frame, pos)  # negative: a null id
-                pos += 2
+                n, pos = read_uvarint(frame, pos)
+                pos += (n or 1) - 1
+        elif version >= 3:
+            n = int16_in(frame, pos)  # negative: a null id
+            pos += 2
             if n > 0:
                 pos += n
         if pos + 2 > stop:

@@ -140,7 +140,7 @@ class ClientConnection:
             key = self.session.request_alone(data, now)
             if key >= 0:
                 upstream.transport.write(data)
-                svc.observer.request_forwarded(key, len(data) - 4)
+                svc.observe_request(key, len(data) - 4)
                 return
             # Several whole requests in one read: those at its front, each as if alone.
             taken: list[tuple[int, int]] = []

@@ -6,7 +6,7 @@ Every method is called after the bytes it describes were handed to the transport
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.session.inflight import InFlight
@@ -70,6 +70,12 @@ class ProxyObserver:
     def request_forwarded(self, api_key: int, size: int) -> None:
         """One request handed to the broker's transport as it was read (the fast lane)."""
         self.frame(api_key, "request", size)
+
+    def request_counter(self) -> Callable[[int, int], None]:
+        """What the runtime calls for each request the fast lane forwards, as
+        `request_forwarded`: that method, or a subclass's own counter, taken once per
+        process so that a request costs one Python call, not two."""
+        return self.request_forwarded
 
     def response_forwarded(
         self, req: InFlight, size: int, upstream_seconds: float, done: float

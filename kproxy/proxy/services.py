@@ -57,6 +57,8 @@ class ConnectionServices:
         # latencies to report), after the write. Once the cluster has been reached, the
         # observer's hook itself: a call less on every response.
         self.observe_response: Callable[[InFlight, int, float, float], None] = self._first_response
+        # One request the fast lane forwarded: the observer's counter itself.
+        self.observe_request: Callable[[int, int], None] = observer.request_counter()
         # The observer's live view, shared by every connection's session.
         self.awaiting_success = observer.clients_awaiting_success()
         self.limits = limits

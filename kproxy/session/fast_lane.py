@@ -132,12 +132,13 @@ class FastLane:
         """`request_alone`'s test and record, for the whole request framed at
         data[start:stop] (at least 14 bytes, within the frame limit)."""
         # Size, api key, version, correlation id, client id length (header v1/v2), read
-        # inline: in pure Python each int16_at or int32_at is a call, on every request.
-        # The api key and version are read unsigned: a negative one (0x8000 and
-        # up) matches no entry of _LANE_REQUESTS.
+        # byte by byte: a struct call would take fewer opcodes in pure Python, but its
+        # code is more lines fetched from memory (bench.cold_lines), and compiled more
+        # instructions too (docs/performance.md). The api key and version are read
+        # unsigned: a negative one (0x8000 and up) matches no entry of _LANE_REQUESTS.
         key = data[start + 4] << 8 | data[start + 5]
         version = data[start + 6] << 8 | data[start + 7]
-        headers = _LANE_REQUESTS.get((key << 16) | version)
+        headers = _LANE_REQUESTS.get(key << 16 | version)
         if headers is None or key in self.refused_apis or key in self.policy.denied:
             return -1
         correlation_id = (
@@ -146,15 +147,14 @@ class FastLane:
         if correlation_id >= 0x80000000:
             correlation_id -= 0x100000000
         n = data[start + 12] << 8 | data[start + 13]
-        end = start + 14 + n
+        end = start + 14
         if n >= 0x8000:  # negative: a null client id (-1), or malformed
             if n != 0xFFFF:
                 return -1
             client_id = None
-            end = start + 14
-        elif end > stop:
+        elif (end := end + n) > stop:
             return -1
-        elif (raw := data[start + 14 : end]) == self._client_id_raw:
+        elif (raw := data[end - n : end]) == self._client_id_raw:
             client_id = self._client_id  # a connection's every request names the same one
         else:
             try:
@@ -286,10 +286,12 @@ class FastLane:
         if key in WALKED_RESPONSES:
             if key not in SCANNED_RESPONSES:
                 return None
-            body = start + 8 if req.header_version == 0 else start + 9
-            # Header v1: a tagged-field count, which must be 0 (no field).
-            if body == start + 9 and (stop < body or data[start + 8] != 0):
-                return None
+            body = start + 8
+            if req.header_version:
+                # Header v1: a tagged-field count, which must be 0 (no field).
+                if stop <= body or data[body]:
+                    return None
+                body += 1
             # `_plain` and its `_walks_plain`, inline: two calls less on every Produce and
             # Fetch response.
             awaiting = self.awaiting_success
@@ -302,7 +304,7 @@ class FastLane:
                 return None
         elif key == API_VERSIONS:
             return None
-        self.inflight.pop(correlation_id)
+        self.inflight.answered(correlation_id)
         return req
 
 

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import ProtocolError
@@ -75,3 +77,31 @@ def test_add_below_records_only_while_fewer_than_the_limit_would_await(limit: in
         t.add_below(9, "again", 0)
     assert err.value.reason == "duplicate_correlation_id"
     assert t.pop(9) == "r9"
+
+
+def _filled(requests: list[tuple[int, bool]]) -> CorrelationTable:
+    table = CorrelationTable(max_unanswered=3)
+    for correlation_id, expects in requests:
+        table.add(correlation_id, f"r{correlation_id}", expects_response=expects)
+    return table
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.booleans()), max_size=12, unique_by=lambda r: r[0]),
+    st.data(),
+)
+def test_answered_takes_what_peek_found_as_pop_would(
+    requests: list[tuple[int, bool]], data: st.DataObject
+) -> None:
+    """The fast lane's peek then `answered` leaves the table as `pop` does: the acks=0
+    requests sent before the answered one forgotten, the others still answerable."""
+    expected = [correlation_id for correlation_id, expects in requests if expects]
+    if not expected:
+        return
+    answered = data.draw(st.sampled_from(expected))
+    popped, peeked = _filled(requests), _filled(requests)
+    assert popped.pop(answered) == peeked.peek(answered) == f"r{answered}"
+    peeked.answered(answered)
+    assert (len(peeked), peeked.unanswered) == (len(popped), popped.unanswered)
+    for correlation_id in range(31):
+        assert peeked.pop(correlation_id) == popped.pop(correlation_id)
