@@ -31,10 +31,9 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from bench.ab import json_from_compiled_copy
-from bench.session_pairs import PAIRS_PER_CALL, check_pair_names, events_dir, pair_builders
+from bench.session_pairs import check_pair_names, warmed_pairs
 from kproxy.build import COMPILED, hot_path_build
 
 DEFAULT_PAIRS = ("runtime", "runtime-fetch-small")
@@ -71,14 +70,8 @@ def cold_us_per_pair(run: Callable[[], object], pairs: int, buffer: bytearray) -
 def measure(which: list[str], pairs: int, repeat: int) -> dict[str, object]:
     buffer = bytearray(EVICT_BYTES)
     figures: dict[str, list[float]] = {}
-    with events_dir() as events:
-        builders = pair_builders(Path(events))
-        for name in which:
-            run = builders[name]()
-            for _ in range(1000):  # warm: every branch taken, every table made
-                run()
-            per_call = PAIRS_PER_CALL.get(name, 1)
-            figures[name] = [cold_us_per_pair(run, pairs, buffer) / per_call for _ in range(repeat)]
+    for name, run, per_call in warmed_pairs(which):
+        figures[name] = [cold_us_per_pair(run, pairs, buffer) / per_call for _ in range(repeat)]
     return {"us_per_pair": figures, "compiled": hot_path_build() == COMPILED}
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bench.session_pairs import PAIRS_PER_CALL, check_pair_names, events_dir, pair_builders
+from bench.session_pairs import check_pair_names, warmed_pairs
 from kproxy.build import PYTHON, hot_path_build
 
 DEFAULT_PAIRS = ("runtime", "runtime-fetch-small")
@@ -62,24 +62,18 @@ def count(run: Callable[[], object], calls: int) -> tuple[Counter[str], Counter[
 
 def measure(which: list[str], pairs: int, top: int) -> dict[str, object]:
     figures: dict[str, object] = {}
-    with events_dir() as events:
-        builders = pair_builders(Path(events))
-        for name in which:
-            run = builders[name]()
-            for _ in range(1000):  # warm: every branch taken, every table made
-                run()
-            per_call = PAIRS_PER_CALL.get(name, 1)
-            calls = max(1, pairs // per_call)
-            opcodes, entered = count(run, calls)
-            n = calls * per_call
-            figures[name] = {
-                "opcodes": sum(opcodes.values()) / n,
-                "calls": sum(entered.values()) / n,
-                "functions": [
-                    {"function": f, "opcodes": c / n, "calls": entered[f] / n}
-                    for f, c in opcodes.most_common(top)
-                ],
-            }
+    for name, run, per_call in warmed_pairs(which):
+        calls = max(1, pairs // per_call)
+        opcodes, entered = count(run, calls)
+        n = calls * per_call
+        figures[name] = {
+            "opcodes": sum(opcodes.values()) / n,
+            "calls": sum(entered.values()) / n,
+            "functions": [
+                {"function": f, "opcodes": c / n, "calls": entered[f] / n}
+                for f, c in opcodes.most_common(top)
+            ],
+        }
     return figures
 
 

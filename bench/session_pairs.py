@@ -11,7 +11,7 @@ import argparse
 import datetime
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -211,6 +211,21 @@ def events_dir() -> tempfile.TemporaryDirectory[str]:
 
 # Pairs one call of a measured run makes (the counts and timings are per pair).
 PAIRS_PER_CALL = {"runtime-pipelined": PIPELINED}
+
+
+def warmed_pairs(
+    which: Iterable[str], warm_calls: int = 1000
+) -> Iterator[tuple[str, Callable[[], object], int]]:
+    """Each named pair built and run `warm_calls` times first (every branch taken, every
+    table made): its name, its run, and the pairs one run makes. The pairs' event log
+    lives as long as the iteration."""
+    with events_dir() as events:
+        builders = pair_builders(Path(events))
+        for name in which:
+            run = builders[name]()
+            for _ in range(warm_calls):
+                run()
+            yield name, run, PAIRS_PER_CALL.get(name, 1)
 
 
 def pair_builders(events: Path) -> dict[str, Callable[[], Callable[[], object]]]:
