@@ -257,9 +257,9 @@ def test_docs_list_every_event_type_and_field() -> None:
 
 
 def test_the_fast_lane_reports_what_the_general_path_reports(tmp_path: Path) -> None:
-    """A request and a response the session's fast lane forwarded are counted, timed and
-    sampled as the same ones reported through a step (`requests_forwarded`,
-    `responses_forwarded`)."""
+    """A request and a response the session's fast lane forwarded (the observer's request
+    counter, `response_forwarded`) are counted, timed and sampled as the same ones
+    reported through a step (`requests_forwarded`, `responses_forwarded`)."""
     from prometheus_client import generate_latest
 
     from kproxy.session.inflight import InFlight
@@ -269,12 +269,13 @@ def test_the_fast_lane_reports_what_the_general_path_reports(tmp_path: Path) -> 
         o = Observability(
             settings_for(tmp_path / name, request_sample_rate=1.0), runtime_collectors=False
         )
+        count_request = o.request_counter()  # what the runtime calls for the lane's requests
         for i, (key, version, size, upstream) in enumerate(
             [(0, 11, 120, 0.003), (12, 4, 40, 0.0005), (0, 9, 5000, 2.5)]
         ):
             received, done = 10.0 + i, 10.0 + i + upstream + 0.0002
             if name == "lane":
-                o.request_forwarded(key, size)
+                count_request(key, size)
                 o.response_forwarded(InFlight(key, version, 1, "app", received), 64, upstream, done)
             else:
                 o.requests_forwarded([(key, size)])
