@@ -32,11 +32,10 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from bench.ab import json_from_compiled_copy
 from bench.cold_pairs import DEFAULT_PAIRS, evict
-from bench.session_pairs import PAIRS_PER_CALL, check_pair_names, events_dir, pair_builders
+from bench.session_pairs import PAIRS_PER_CALL, check_pair_names, warmed_pairs
 from kproxy.build import COMPILED, hot_path_build
 
 LL_BYTES = 1 << 20
@@ -58,10 +57,7 @@ def run_evicted(which: str, pairs: int, with_pairs: bool) -> None:
     """Warm up, then `pairs` evictions, each followed by a pair of `which` (or not):
     the process cachegrind counts."""
     buffer = bytearray(2 * LL_BYTES)
-    with events_dir() as events:
-        run = pair_builders(Path(events))[which]()
-        for _ in range(WARM_UP):
-            run()
+    for _, run, _ in warmed_pairs([which], WARM_UP):
         for _ in range(pairs):
             evict(buffer)
             if with_pairs:

@@ -36,6 +36,7 @@ from kproxy.protocol.scan_fields import count_at
 
 FIRST_VERSION: Final = 3
 LAST_VERSION: Final = 13
+FLEXIBLE_FROM: Final = 9
 _FAILED: Final = (IndexError, MalformedMessage)
 
 
@@ -45,8 +46,10 @@ def produce_response_is_plain(buf: bytes, pos: int, stop: int, version: int) -> 
 
     The scan reads each byte before it moves past it, so one that ends exactly at
     ``stop`` read nothing beyond it (in a read of several frames, the next one)."""
-    if not 9 <= version <= LAST_VERSION:
-        return FIRST_VERSION <= version < 9 and _before_flexible(buf, pos, stop, version)
+    if not FLEXIBLE_FROM <= version <= LAST_VERSION:
+        return FIRST_VERSION <= version < FLEXIBLE_FROM and _before_flexible(
+            buf, pos, stop, version
+        )
     # The flexible versions (every current producer's): their scan is this function's
     # body, not a helper the try wraps, a call less for every Produce response in pure
     # Python; and each test written once for them, not asked again per partition.

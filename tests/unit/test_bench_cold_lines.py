@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench import cold_lines
+from bench import cold_lines, session_pairs
 
 # The closing summary of `valgrind --tool=cachegrind --cache-sim=yes` (3.19).
 SUMMARY = """\
@@ -43,8 +43,9 @@ def test_each_counted_pair_follows_an_eviction(
     order: list[str] = []
     monkeypatch.setattr(cold_lines, "WARM_UP", 2)
     monkeypatch.setattr(cold_lines, "evict", lambda buffer: order.append("evict"))
+    # The pair is built where `warmed_pairs` builds it.
     monkeypatch.setattr(
-        cold_lines, "pair_builders", lambda events: {"p": lambda: lambda: order.append("pair")}
+        session_pairs, "pair_builders", lambda events: {"p": lambda: lambda: order.append("pair")}
     )
     cold_lines.run_evicted("p", 3, with_pairs)
     assert order == ["pair"] * 2 + (["evict", "pair"] if with_pairs else ["evict"]) * 3
