@@ -4,6 +4,7 @@ after it (Fetch streaming, written by hand from bench.fetch_stream_bench) stay, 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,13 @@ def test_a_baseline_without_the_tls_layer_is_refused_by_name() -> None:
     refused = re.escape("--baseline no-such-revision: no kproxy/tls.py there")
     with pytest.raises(SystemExit, match=refused):
         tls_layer.main(["--rounds", "1", "--baseline", "no-such-revision"])
+
+
+def test_the_record_keeps_the_sections_other_benchmarks_wrote() -> None:
+    """bench/RESULTS.md, as recorded: a new full record replaces the file, and the TLS
+    section (re-rendered from bench/tls_results.json) and the Fetch streaming section
+    must come with it (docs/operations.md sizes a TLS gateway from the first)."""
+    text = bench.tls_bench.RESULTS_MD.read_text()
+    tls = json.loads(bench.tls_bench.RESULTS_JSON.read_text())
+    assert render_section(tls) in text
+    assert text.index(END_MARKER) < text.index("## Fetch responses streamed")
