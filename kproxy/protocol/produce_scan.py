@@ -31,8 +31,8 @@ from __future__ import annotations
 from typing import Final
 
 from kproxy.protocol.errors import MalformedMessage
-from kproxy.protocol.primitives import int16_at, read_uvarint
-from kproxy.protocol.scan_fields import count_at
+from kproxy.protocol.primitives import read_uvarint
+from kproxy.protocol.scan_fields import count_at, past_topic
 
 FIRST_VERSION: Final = 3
 LAST_VERSION: Final = 13
@@ -107,11 +107,9 @@ def _before_flexible(buf: bytes, pos: int, stop: int, version: int) -> bool:
         fixed = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
         topics, pos = count_at(buf, pos, False)
         for _ in range(topics):
-            size = int16_at(buf, pos)
-            pos += 2
-            if size < 0:
+            pos = past_topic(buf, pos, False, False)
+            if pos < 0:
                 return False  # a null name (never valid): let the walker say so
-            pos += size
             partitions, pos = count_at(buf, pos, False)
             for _ in range(partitions):
                 if buf[pos + 4] or buf[pos + 5]:

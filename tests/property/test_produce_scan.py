@@ -126,6 +126,25 @@ def test_versions_the_scan_does_not_know_are_never_plain() -> None:
     assert not produce_response_is_plain(frame, body, len(frame), 2)
 
 
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v < 9])
+@pytest.mark.parametrize("name_length", [-1, -2, -0x8000])
+def test_a_null_or_negative_topic_name_before_flexible_is_never_plain(
+    version: int, name_length: int
+) -> None:
+    """A topic name no encoder writes (null, or a negative length other than null): the
+    scan leaves it to the walker, which says what is wrong, and never reads on."""
+    cls = kio_message_class(PRODUCE, version, "response")
+    assert cls is not None
+    msg = cls(responses=(), throttle_time=datetime.timedelta(0))
+    frame = encode_response_frame(msg, 1)[4:]
+    _, body = parse_response_header(memoryview(frame), 1)
+    # One topic, its name's int16 length, and what would follow an empty name: no
+    # partitions (int32 0) and ThrottleTimeMs. Read as empty, the name would pass.
+    spoiled = frame[:body] + (1).to_bytes(4, "big") + name_length.to_bytes(2, "big", signed=True)
+    spoiled += bytes(4 + 4)
+    assert not produce_response_is_plain(spoiled, body, len(spoiled), version)
+
+
 @pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 9])
 @pytest.mark.parametrize("count", [1, 126, 127, 300])
 def test_names_and_counts_past_a_one_byte_varint(version: int, count: int) -> None:
