@@ -9,7 +9,11 @@ kio, and:
   or a leader hint;
 * the same message made plain (every partition appended) is "plain": the skip happens;
 * that plain message with exactly one thing added (an error code, a record error, an
-  error message, a CurrentLeader, a NodeEndpoint) is not, nor is it cut short or lengthened.
+  error message, a CurrentLeader, a NodeEndpoint) is not, nor is it cut short or lengthened;
+* bytes changed anywhere in a plain response never make the scan skip what the walker
+  would act on or refuse, but for a topic name that is not UTF-8, which only the walk
+  reads: at random, up to four bytes at a time, and every byte of one plain response
+  in turn, set to each value a length, a count, an error code or a tag turns on.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from tests.kio_support import encode_response_frame, kio_message_class
 from tests.property.scan_support import (
     AFTER,
     assert_plain_only_whole,
+    one_byte_changes,
     scanned,
+    walk_finds_nothing,
     with_first_partition,
 )
 from tests.property.scan_support import spoilers as scan_spoilers
@@ -115,6 +121,66 @@ def test_the_scan_is_exact_against_kio(version: int, data: st.DataObject) -> Non
             assert not scan(spoiled, version)[0], what
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@given(
+    data=st.data(),
+    changes=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    cut=st.integers(-3, 3),
+)
+def test_changed_bytes_never_skip_what_the_walk_would_act_on(
+    version: int, data: st.DataObject, changes: list[tuple[int, int]], cut: int
+) -> None:
+    """A broker's bytes changed anywhere after the header: whatever the scan calls plain,
+    the walker reads without finding an error, a leader hint or an endpoint, or refuses
+    only for a topic name that is not UTF-8, which only the walk reads."""
+    cls = kio_message_class(PRODUCE, version, "response")
+    msg = plain(data.draw(message_strategy(cls)))
+    _, frame, body = scan(msg, version)
+    changed = bytearray(frame[:cut] if cut < 0 else frame + b"\x00" * cut)
+    if len(changed) > body:
+        for at, value in changes:
+            changed[body + at % (len(changed) - body)] = value
+    spoiled = bytes(changed)
+    if produce_response_is_plain(spoiled, body, len(spoiled), version):
+        assert walk_finds_nothing(spoiled, body, PRODUCE, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_no_one_byte_change_makes_the_scan_skip_what_the_walk_would_act_on(version: int) -> None:
+    """Every byte of a plain response of two partitions changed, one at a time, to each
+    value a length, a count, an error code or a tag turns on: what the scan still calls
+    plain, the walker finds nothing in (random changes above reach few such bytes)."""
+    _, frame, body = scan(plain_response(version, partitions=2, name="t"), version)
+    for at, changed in one_byte_changes(frame, body):
+        if produce_response_is_plain(changed, body, len(changed), version):
+            assert walk_finds_nothing(changed, body, PRODUCE, version), (at, changed[at])
+
+
+def plain_response(version: int, partitions: int, name: str) -> Any:
+    """A plain Produce response of one topic (``name``, or a topic id from version 13)
+    with ``partitions`` partitions."""
+    cls = kio_message_class(PRODUCE, version, "response")
+    assert cls is not None
+    module = sys.modules[cls.__module__]
+    names = {f.name for f in dataclasses.fields(module.PartitionProduceResponse)}
+    given_fields: dict[str, Any] = {
+        "error_code": ErrorCode.none,
+        "base_offset": 7,
+        "log_append_time": None,
+        "log_start_offset": 0,
+        "record_errors": (),
+        "error_message": None,
+    }
+    if "current_leader" in names:
+        given_fields["current_leader"] = module.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+    kwargs = {k: v for k, v in given_fields.items() if k in names}
+    parts = tuple(module.PartitionProduceResponse(index=i, **kwargs) for i in range(partitions))
+    topic_names = {f.name for f in dataclasses.fields(module.TopicProduceResponse)}
+    named: dict[str, Any] = {"name": name} if "name" in topic_names else {"topic_id": uuid.uuid4()}
+    topic = module.TopicProduceResponse(**named, partition_responses=parts)
+    return cls(responses=(topic,), throttle_time=datetime.timedelta(0))
+
+
 def test_versions_the_scan_does_not_know_are_never_plain() -> None:
     cls = kio_message_class(PRODUCE, 9, "response")
     assert cls is not None
@@ -149,28 +215,7 @@ def test_a_null_or_negative_topic_name_before_flexible_is_never_plain(
 @pytest.mark.parametrize("count", [1, 126, 127, 300])
 def test_names_and_counts_past_a_one_byte_varint(version: int, count: int) -> None:
     # Compact lengths and counts of 127 or more take two varint bytes.
-    cls = kio_message_class(PRODUCE, version, "response")
-    assert cls is not None
-    module = sys.modules[cls.__module__]
-    names = {f.name for f in dataclasses.fields(module.PartitionProduceResponse)}
-    given_fields: dict[str, Any] = {
-        "error_code": ErrorCode.none,
-        "base_offset": 7,
-        "log_append_time": None,
-        "log_start_offset": 0,
-        "record_errors": (),
-        "error_message": None,
-    }
-    if "current_leader" in names:
-        given_fields["current_leader"] = module.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
-    kwargs = {k: v for k, v in given_fields.items() if k in names}
-    parts = tuple(module.PartitionProduceResponse(index=i, **kwargs) for i in range(count))
-    topic_names = {f.name for f in dataclasses.fields(module.TopicProduceResponse)}
-    named: dict[str, Any] = (
-        {"name": "t" * count} if "name" in topic_names else {"topic_id": uuid.uuid4()}
-    )
-    topic = module.TopicProduceResponse(**named, partition_responses=parts)
-    msg = cls(responses=(topic,), throttle_time=datetime.timedelta(0))
+    msg = plain_response(version, partitions=count, name="t" * count)
     assert scan(msg, version)[0]
     for what, spoiled in spoilers(msg):
         assert not scan(spoiled, version)[0], what
