@@ -92,3 +92,14 @@ def one_byte_changes(frame: bytes, body: int) -> Iterator[tuple[int, bytes]]:
     for at in range(body, len(frame)):
         for value in sorted({*CHANGED_BYTE_VALUES, frame[at] ^ 1} - {frame[at]}):
             yield at, frame[:at] + bytes((value,)) + frame[at + 1 :]
+
+
+def changed_bytes(frame: bytes, body: int, changes: list[tuple[int, int]], cut: int) -> bytes:
+    """`frame` cut short by -`cut` bytes or lengthened by `cut` zeros, then each (at,
+    value) of `changes` written at `at`, wrapped into the body (none if nothing of the
+    body is left)."""
+    changed = bytearray(frame[:cut] if cut < 0 else frame + b"\x00" * cut)
+    if len(changed) > body:
+        for at, value in changes:
+            changed[body + at % (len(changed) - body)] = value
+    return bytes(changed)

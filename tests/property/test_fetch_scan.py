@@ -35,6 +35,7 @@ from tests.kio_support import kio_message_class
 from tests.property.scan_support import (
     AFTER,
     assert_plain_only_whole,
+    changed_bytes,
     one_byte_changes,
     scanned,
     spoilers,
@@ -102,10 +103,7 @@ def test_changed_bytes_never_skip_what_the_walk_would_act_on(
 ) -> None:
     msg = fetch_response(version, [b"r" * 30, b"s" * 20])
     _, frame, body = scan(msg, version)
-    changed = bytearray(frame[:cut] if cut < 0 else frame + b"\x00" * cut)
-    for at, value in changes:
-        changed[body + at % (len(changed) - body)] = value
-    data = bytes(changed)
+    data = changed_bytes(frame, body, changes, cut)
     if fetch_response_is_plain(data, body, len(data), version):
         assert tells_nothing(data, body, version)
 

@@ -37,6 +37,7 @@ from tests.kio_support import encode_response_frame, kio_message_class
 from tests.property.scan_support import (
     AFTER,
     assert_plain_only_whole,
+    changed_bytes,
     one_byte_changes,
     scanned,
     walk_finds_nothing,
@@ -136,11 +137,7 @@ def test_changed_bytes_never_skip_what_the_walk_would_act_on(
     cls = kio_message_class(PRODUCE, version, "response")
     msg = plain(data.draw(message_strategy(cls)))
     _, frame, body = scan(msg, version)
-    changed = bytearray(frame[:cut] if cut < 0 else frame + b"\x00" * cut)
-    if len(changed) > body:
-        for at, value in changes:
-            changed[body + at % (len(changed) - body)] = value
-    spoiled = bytes(changed)
+    spoiled = changed_bytes(frame, body, changes, cut)
     if produce_response_is_plain(spoiled, body, len(spoiled), version):
         assert walk_finds_nothing(spoiled, body, PRODUCE, version)
 

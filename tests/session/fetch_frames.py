@@ -158,6 +158,17 @@ def through(
     """The frame fed in pieces cut at `cuts`: (what each step sent, the last step)."""
     s, mapping = streaming_session(stream_after, awaiting_success=awaiting_success)
     client(s, fetch_request(version, 5))
+    sent, step = fed_in_pieces(s, mapping, frame, cuts)
+    assert step.close is None, step.close
+    return sent, step
+
+
+def fed_in_pieces(
+    s: ProxySession, mapping: AddressMap, frame: bytes, cuts: list[int]
+) -> tuple[list[bytes], UpstreamStep]:
+    """A broker's bytes fed to `s` in pieces cut at `cuts`, listeners opened as the
+    runtime opens them, up to the step that closes the session if one does: (what each
+    step sent, the last step)."""
     sent: list[bytes] = []
     step = None
     for a, b in zip([0, *cuts], [*cuts, len(frame)], strict=True):
@@ -165,8 +176,9 @@ def through(
         while step.nodes_needing_listeners:  # as the runtime does
             open_listeners(mapping, step.nodes_needing_listeners)
             step = s.listeners_opened(LATER, step)
-        assert step.close is None, step.close
         sent.append(joined(step.to_client))
+        if step.close is not None:
+            break
     assert step is not None
     return sent, step
 

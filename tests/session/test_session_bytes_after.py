@@ -15,18 +15,16 @@ from tests.kio_support import encode_response_frame
 from tests.session.fetch_frames import (
     RECORDS,
     STREAM_AFTER,
+    fed_in_pieces,
     fetch_request,
     fetch_response,
     streaming_session,
 )
 from tests.session.frames import (
     KPROXY_HOST,
-    LATER,
     client,
-    joined,
     metadata_request,
     metadata_response,
-    open_listeners,
 )
 
 HOST = "broker-2.kafka.cluster.invalid"
@@ -44,16 +42,8 @@ def _feed(
     """The response fed in pieces cut at `cuts`: (all that reached the client, a close)."""
     s, mapping = streaming_session(stream_after)
     client(s, request)
-    out = b""
-    for a, b in zip([0, *cuts], [*cuts, len(frame)], strict=True):
-        step = s.upstream_bytes(frame[a:b], LATER)
-        while step.nodes_needing_listeners:  # as the runtime does
-            open_listeners(mapping, step.nodes_needing_listeners)
-            step = s.listeners_opened(LATER, step)
-        out += joined(step.to_client)
-        if step.close is not None:
-            return out, step.close
-    return out, None
+    sent, step = fed_in_pieces(s, mapping, frame, cuts)
+    return b"".join(sent), step.close
 
 
 def _framed(out: bytes) -> bool:
