@@ -97,6 +97,15 @@ CONFIG_VALUES_REDACTED = MetricSpec(
     "Configuration values that named broker or controller addresses (listeners, "
     "advertised.listeners, controller.quorum.voters...), withheld from clients.",
 )
+RESPONSES_TRIMMED = MetricSpec(
+    "kproxy_responses_trimmed_total",
+    COUNTER,
+    ("api",),
+    "Broker responses with bytes after their message (librdkafka's mock cluster sends one "
+    "after every Metadata v13 response). Those bytes belong to no field, so no rewrite "
+    "reaches them: they are cut, or covered when the frame size already went out "
+    "(a streamed response), never passed on.",
+)
 RESPONSES_STREAMED = MetricSpec(
     "kproxy_responses_streamed_total",
     COUNTER,

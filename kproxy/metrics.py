@@ -100,6 +100,7 @@ class KproxyMetrics:
         self.endpoints_unmapped = cast(Counter, made[specs.ENDPOINTS_UNMAPPED])
         self.nodes_discovered = cast(Counter, made[specs.NODES_DISCOVERED])
         self.config_values_redacted = cast(Counter, made[specs.CONFIG_VALUES_REDACTED])
+        self.responses_trimmed = cast(Counter, made[specs.RESPONSES_TRIMMED])
         self.requests_refused = cast(Counter, made[specs.REQUESTS_REFUSED])
         self.api_versions_clamped = cast(Counter, made[specs.API_VERSIONS_CLAMPED])
         self.connections_opened = cast(Counter, made[specs.CONNECTIONS_OPENED])

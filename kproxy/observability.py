@@ -1,9 +1,9 @@
 """What kproxy reports: metrics, the event log and the topology, fed by the runtime.
 
 `Observability` is the `ProxyObserver` that `kproxy run` (and `kproxy demo`) give their
-proxy. Every fact that is both counted and logged is counted and queued at the
-same place, so with no events dropped the event log's counts per type equal the
-metrics (`kproxy_events_dropped_total` says when they cannot).
+proxy. Every fact that is both counted and logged is counted and queued at the same
+place, so with no events dropped the event log's counts per type equal the metrics
+(`kproxy_events_dropped_total` says when they cannot).
 """
 
 from __future__ import annotations
@@ -335,15 +335,17 @@ class Observability(ProxyObserver):
 
     def node_discovered(self, node_id: int, upstream: str, advertised: str) -> None:
         self.metrics.nodes_discovered.inc()
-        self._emit(
-            NODE_DISCOVERED, {"node_id": node_id, "upstream": upstream, "advertised": advertised}
-        )
+        fields = {"node_id": node_id, "upstream": upstream, "advertised": advertised}
+        self._emit(NODE_DISCOVERED, fields)
 
     def configs_redacted(self, api_key: int, count: int) -> None:
         self.metrics.config_values_redacted.labels(api_name(api_key)).inc(count)
 
     def response_streamed(self, api_key: int, tail: str) -> None:
         self.hot.response_streamed(api_key, tail)
+
+    def response_trimmed(self, api_key: int, size: int) -> None:
+        self.metrics.responses_trimmed.labels(api_name(api_key)).inc()
 
     def request_refused(self, api_key: int, listener: str) -> None:
         self.metrics.requests_refused.labels(api_name(api_key), listener).inc()

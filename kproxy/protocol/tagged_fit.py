@@ -13,6 +13,11 @@ rewrite of its tail (a Fetch response's top-level tagged fields, where KIP-951 p
   rest padded. That fails closed: no address is lost into the stream, and a client
   given a `CurrentLeader` without its endpoint refreshes its metadata, as it would for a
   leader it never heard of (KIP-951). The caller counts it.
+
+The same padding covers bytes a broker sent after the message, which belong to no field
+and so are never rewritten (`cover_after`): where no padding fits (one or two bytes, or
+a version without tagged fields), they become zeros, which every reader leaves unread
+as it left the bytes they replace.
 """
 
 from __future__ import annotations
@@ -91,3 +96,14 @@ def fit_tagged(
     if fitted is None:
         raise MalformedMessage("a streamed response's tail cannot be kept at its length")
     return fitted, "dropped"
+
+
+def cover_after(section: bytes | bytearray | memoryview, length: int) -> bytes:
+    """A message's last tagged-field section (empty before flexible versions), made
+    `length` bytes long over the bytes that came after it: padded, or else followed
+    by zeros."""
+    if section:
+        padded = _padded(parse_tagged(section), length)
+        if padded is not None:
+            return padded
+    return bytes(section) + bytes(length - len(section))

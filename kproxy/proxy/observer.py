@@ -139,5 +139,8 @@ class ProxyObserver:
     def response_streamed(self, api_key: int, tail: str) -> None:
         """A response forwarded as it arrived, and what its tail became."""
 
+    def response_trimmed(self, api_key: int, size: int) -> None:
+        """A response's `size` bytes after its message, kept from the client."""
+
     def cluster_reached(self) -> None:
         pass

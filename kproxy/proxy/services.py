@@ -75,6 +75,7 @@ class ConnectionServices:
         self.held_log = RateLimitedLog(log)
         self.tls_log = RateLimitedLog(log)
         self.refused_log = RateLimitedLog(log)
+        self.trimmed_log = RateLimitedLog(log)
 
     def requests_held(self, conn: Connection, count: int) -> None:
         """A client pipelined past the in-flight limit: the rest wait, reading pauses."""
@@ -170,5 +171,16 @@ class ConnectionServices:
             obs.configs_redacted(api_key, count)
         for api_key, tail in step.streamed:
             obs.response_streamed(api_key, tail)
+        for api_key, size in step.trimmed:
+            obs.response_trimmed(api_key, size)
+            name = api_name(api_key)
+            self.trimmed_log.warning(
+                name,
+                "a %s response from %s carried %d byte(s) after its message, kept from "
+                "the client (kproxy_responses_trimmed_total)",
+                name,
+                "the bootstrap broker" if node_id is None else f"node {node_id}",
+                size,
+            )
         for unmapped in step.unmapped:
             self.reports.unmapped(unmapped)

@@ -34,6 +34,11 @@ def release_whole(
     """Append a whole response, rewritten for the client, to `step`."""
     req, frame, walked, upstream_seconds, whole = held
     key = req.api_key
+    if walked is not None and walked.end < len(frame):
+        # Bytes after the message belong to no field, so no rewrite reaches them: they
+        # could carry an address past kproxy. The client gets the message alone.
+        step.trimmed.append((key, len(frame) - walked.end))
+        frame, whole = frame[: walked.end], None
     out = step.to_client
     size = len(frame)
     rewritten = removed = 0
@@ -88,6 +93,8 @@ def release_tail(stream: StreamedResponse, mapping: AddressMapping, step: Upstre
         step.to_client.append(sent.chunk)
     _count_unmapped(sent.removed, mapping, step)
     req = stream.request
+    if sent.blanked:
+        step.trimmed.append((req.api_key, sent.blanked))
     step.streamed.append((req.api_key, sent.outcome))
     step.responses.append(
         _seen(

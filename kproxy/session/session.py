@@ -344,8 +344,8 @@ class ProxySession(FastLane):
         if self._held:
             self._release(step, now)
         self._request_for(head)
-        stream = StreamedResponse(req, start, body, now - req.received)
-        self._stream = stream
+        held_back = self.upstream_reader.stream_after  # its last bytes wait for its walk
+        self._stream = stream = StreamedResponse(req, start, body, now - req.received, held_back)
         step.to_client.extend(stream.begin(head))
         return True
 

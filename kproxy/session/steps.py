@@ -90,6 +90,7 @@ class UpstreamStep:
         "streamed",
         "to_client",
         "to_upstream",
+        "trimmed",
         "unmapped",
     )
 
@@ -109,5 +110,7 @@ class UpstreamStep:
         self.redacted: list[tuple[int, int]] = []  # (api key, config values) redacted
         # Responses forwarded as they arrived: (api key, what their tail became).
         self.streamed: list[tuple[int, str]] = []
+        # Responses with bytes after their message, kept from the client: (api key, bytes).
+        self.trimmed: list[tuple[int, int]] = []
         self.resume_reading = False  # in-flight requests fell back: read the client again
         self.close: SessionClose | None = None

@@ -7,14 +7,16 @@ no copy of it is made:
 * a response kproxy never walks is passed on as it is;
 * a Fetch response is followed by a `ResponseSkim`: its record batches pass through
   untouched and unkept, everything up to its top-level tagged fields is forwarded at
-  once, and those fields (the tail, where KIP-951 puts `NodeEndpoints`) are held until
-  the last byte is in. The skeleton is then walked like any response (leaders, errors,
-  endpoints), the tail rewritten and fitted to its announced length
-  (`kproxy.protocol.tagged_fit`), and sent. A skeleton the skim found plain (no error,
-  no `CurrentLeader`) with an empty tail is not walked, unless the client awaits a
-  success (a redirect's recovery, `kproxy.leadership`): nothing in it would be acted on.
-  Such a response is checked as far as the skim follows it (sizes, counts, the bound on
-  tagged fields), not for what only the walk reads (a topic name's UTF-8).
+  once but for its last `stream_responses_after` bytes, and those fields (the tail,
+  where KIP-951 puts `NodeEndpoints`) are held until the last byte is in, with those
+  last bytes (see `StreamedResponse`). The skeleton is then walked like any response
+  (leaders, errors, endpoints), the tail rewritten and fitted to its announced length
+  (`kproxy.protocol.tagged_fit`) over any bytes after the message, and sent. A
+  skeleton the skim found plain (no error, no `CurrentLeader`) with an empty tail is
+  not walked, unless the client awaits a success (a redirect's recovery,
+  `kproxy.leadership`): nothing in it would be acted on. Such a response is checked as
+  far as the skim follows it (sizes, counts, the bound on tagged fields), not for what
+  only the walk reads (a topic name's UTF-8).
 
 Every other response that may carry endpoints is gathered whole first, as before: only
 a Fetch response's endpoints all lie in its tail (pinned by a test for every version).
@@ -23,12 +25,13 @@ a Fetch response's endpoints all lie in its tail (pinned by a test for every ver
 from __future__ import annotations
 
 from kproxy.protocol.apis import API_VERSIONS, FETCH, WALKED_RESPONSES
+from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.frames import FrameStart
 from kproxy.protocol.plan import Struct, plan_for
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.rewriter import Mapping, rewrite
 from kproxy.protocol.skim import ResponseSkim
-from kproxy.protocol.tagged_fit import fit_tagged
+from kproxy.protocol.tagged_fit import cover_after, fit_tagged
 from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, Endpoint, WalkResult, walk
 from kproxy.session.inflight import InFlight
 
@@ -53,22 +56,39 @@ def endpoint_tags(plan: Struct) -> frozenset[int]:
 class TailSent:
     """What the end of a streamed response became."""
 
-    __slots__ = ("chunk", "outcome", "removed", "rewritten")
+    __slots__ = ("blanked", "chunk", "outcome", "removed", "rewritten")
 
-    def __init__(self, chunk: bytes, outcome: str, rewritten: int, removed: list[Endpoint]):
+    def __init__(
+        self,
+        chunk: bytes,
+        outcome: str,
+        rewritten: int,
+        removed: list[Endpoint],
+        blanked: int = 0,
+    ):
         self.chunk = chunk
         # "none" (no endpoints), "rewritten", "padded" or "dropped" (see tagged_fit)
         self.outcome = outcome
         self.rewritten = rewritten
         self.removed = removed
+        self.blanked = blanked  # bytes after the message, kept from the client
 
 
 class StreamedResponse:
-    """One response being forwarded as it arrives."""
+    """One response being forwarded as it arrives.
+
+    A skimmed response's last `held_back` bytes (the size below which a response is
+    gathered whole) wait until its last byte is in and its skeleton walked, wherever
+    the skim places them: a broker that framed the message wrongly (a records length
+    running into the tail, say) could otherwise have its `NodeEndpoints` sent as
+    records before the fault shows. So a streamed response shows no more of a
+    misframed message than a gathered one: as long as its tail is no longer than that."""
 
     __slots__ = (
         "_body_offset",
         "_endpoint_tags",
+        "_held",
+        "_send_until",
         "have",
         "request",
         "size",
@@ -78,7 +98,12 @@ class StreamedResponse:
     )
 
     def __init__(
-        self, request: InFlight, start: FrameStart, body_offset: int, upstream_seconds: float
+        self,
+        request: InFlight,
+        start: FrameStart,
+        body_offset: int,
+        upstream_seconds: float,
+        held_back: int,
     ) -> None:
         self.request = request
         self.size = start.size
@@ -91,6 +116,9 @@ class StreamedResponse:
             plan = plan_for(request.api_key, False, request.version)
         self.skim = None if plan is None else ResponseSkim(plan, start.head[:body_offset])
         self._endpoint_tags = frozenset() if plan is None else endpoint_tags(plan)
+        # The frame offset from which bytes wait for the walk, and those that wait.
+        self._send_until = start.size if plan is None else start.size - held_back
+        self._held = bytearray()
 
     def begin(self, head: memoryview) -> list[bytes | memoryview]:
         """The frame's size prefix and as much of its first bytes as may go now."""
@@ -98,22 +126,36 @@ class StreamedResponse:
         if self.skim is None:
             return [_pack_size(self.size), head]
         sendable = self._body_offset + self.skim.feed(head[self._body_offset :])
-        return [_pack_size(self.size), head[:sendable]]
+        return [_pack_size(self.size), self._sent(head, 0, sendable)]
 
     def more(self, data: memoryview) -> memoryview:
         """The part of the next bytes that may go now."""
+        at = self.have
         self.have += len(data)
         if self.skim is None:
             return data
         # The bound in a local: compiled, a call in a slice bound of a memoryview runs
         # twice (mypyc tries a fast path first), and `feed` must see each byte once.
         sendable = self.skim.feed(data)
+        return self._sent(data, at, sendable)
+
+    def _sent(self, data: memoryview, at: int, sendable: int) -> memoryview:
+        """Of the first `sendable` bytes of `data` (frame offset `at`), those before the
+        held-back end: the others are kept for the tail."""
+        room = self._send_until - at
+        if sendable > room:
+            room = max(room, 0)
+            self._held += data[room:sendable]
+            return data[:room]
         return data[:sendable]
 
     def passes(self, n: int) -> bool:
         """Whether the next `n` bytes may all go now unread (a response nothing walks,
-        or bytes inside a Fetch response's records): if so they are counted, as `more`
-        would have (short of the frame's end: the caller's reader says so)."""
+        or bytes inside a Fetch response's records, short of the held-back end): if so
+        they are counted, as `more` would have (short of the frame's end: the caller's
+        reader says so)."""
+        if self.have + n > self._send_until:
+            return False
         skim = self.skim
         if skim is not None and not skim.passes_over(n):
             return False
@@ -144,19 +186,41 @@ class StreamedResponse:
         return self.walked
 
     def tail(self, told: Mapping) -> TailSent:
-        """The held tail, rewritten to the addresses clients see, at its own length."""
+        """What was held back, then the tail, rewritten to the addresses clients see, at
+        its own length.
+
+        Bytes after the message (as the walk read it) are part of the held tail but of
+        no field, so no rewrite reaches them: they never leave kproxy. The frame size
+        already went out, so they are covered instead: the message's tagged fields are
+        refitted over them (`kproxy.protocol.tagged_fit`)."""
+        sent = self._tail(told)
+        if self._held:
+            sent.chunk = bytes(self._held) + sent.chunk
+        return sent
+
+    def _tail(self, told: Mapping) -> TailSent:
         skim, walked = self.skim, self.walked
         if skim is None:
             return TailSent(b"", "none", 0, [])
-        tail = bytes(skim.skeleton[skim.tail_start :])
-        if walked is None or not walked.endpoints:
-            return TailSent(tail, "none", 0, [])
-        rw = rewrite(memoryview(skim.skeleton), walked.endpoints, told)
+        skeleton, start = skim.skeleton, skim.tail_start
+        length = len(skeleton) - start
+        if walked is None:  # plain: its tail is the empty one, nothing after it
+            return TailSent(bytes(skeleton[start:]), "none", 0, [])
+        end = walked.end
+        if end < start:  # the skim and the walk follow one plan: they agree on this
+            raise MalformedMessage("the walk ended before the tail a skim reached")
+        blanked = len(skeleton) - end
+        if not walked.endpoints:
+            if not blanked:
+                return TailSent(bytes(skeleton[start:]), "none", 0, [])
+            chunk = cover_after(skeleton[start:end], length)
+            return TailSent(chunk, "none", 0, [], blanked)
+        rw = rewrite(memoryview(skeleton)[:end], walked.endpoints, told)
         # The rewrite changes only the tail (every endpoint of a skimmed response is in
         # it) and the frame size; the frame size already went out, so the tail is cut
         # from the rewritten skeleton and fitted to the length it was announced with.
-        rewritten = b"".join(rw.chunks)[4 + skim.tail_start :]
-        chunk, outcome = fit_tagged(rewritten, len(tail), self._endpoint_tags)
+        rewritten = b"".join(rw.chunks)[4 + start :]
+        chunk, outcome = fit_tagged(rewritten, length, self._endpoint_tags)
         if outcome == "dropped":
-            return TailSent(chunk, outcome, 0, walked.endpoints)
-        return TailSent(chunk, outcome, len(rw.rewritten), rw.removed)
+            return TailSent(chunk, outcome, 0, walked.endpoints, blanked)
+        return TailSent(chunk, outcome, len(rw.rewritten), rw.removed, blanked)

@@ -176,6 +176,12 @@ def test_metrics_events_and_topology_agree_with_the_churn(
     assert by_type["node_discovered"] == metrics_sum(metrics, "kproxy_nodes_discovered_total")
     assert by_type["request_sample"] > 0
 
+    # librdkafka's mock cluster sends a byte after every Metadata v13 response's message:
+    # kept from the clients (tests/session/test_session_bytes_after.py), counted, and
+    # logged (at most one line per 10 s).
+    assert metrics.get(("kproxy_responses_trimmed_total", (("api", "Metadata"),)), 0) > 0
+    assert "carried 1 byte(s) after its message" in kp.log()
+
     # promtool lints the exposition of this very run.
     check = subprocess.run(
         ["promtool", "check", "metrics"],

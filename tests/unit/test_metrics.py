@@ -49,6 +49,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.requests_held.labels("bootstrap").inc(3)
     m.requests_refused.labels("CreateTopics", "bootstrap").inc()
     m.config_values_redacted.labels("DescribeConfigs").inc(2)
+    m.responses_trimmed.labels("Metadata").inc()
     m.hot.response_streamed(1, "padded")
     m.upstream_connect_failures.labels("refused").inc()
     m.tls_handshake_failures.labels("client", "not_tls").inc()
