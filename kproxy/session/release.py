@@ -89,6 +89,7 @@ def _append_as_read(out: list[bytes | memoryview], frame: memoryview, whole: byt
 def release_tail(stream: StreamedResponse, mapping: AddressMapping, step: UpstreamStep) -> None:
     """Append the end of a streamed response, rewritten at its own length, to `step`."""
     sent = stream.tail(partial(told_address, mapping))
+    step.to_client.extend(stream.held)  # the bytes that waited with the tail
     if sent.chunk:
         step.to_client.append(sent.chunk)
     _count_unmapped(sent.removed, mapping, step)

@@ -87,9 +87,9 @@ class StreamedResponse:
     __slots__ = (
         "_body_offset",
         "_endpoint_tags",
-        "_held",
         "_send_until",
         "have",
+        "held",
         "request",
         "size",
         "skim",
@@ -116,9 +116,11 @@ class StreamedResponse:
             plan = plan_for(request.api_key, False, request.version)
         self.skim = None if plan is None else ResponseSkim(plan, start.head[:body_offset])
         self._endpoint_tags = frozenset() if plan is None else endpoint_tags(plan)
-        # The frame offset from which bytes wait for the walk, and those that wait.
+        # The frame offset from which bytes wait for the walk, and those that wait (sent
+        # before the tail: `kproxy.session.release`), as views of the reads they came
+        # in: those are bytes, which nothing changes, so no copy is made.
         self._send_until = start.size if plan is None else start.size - held_back
-        self._held = bytearray()
+        self.held: list[memoryview] = []
 
     def begin(self, head: memoryview) -> list[bytes | memoryview]:
         """The frame's size prefix and as much of its first bytes as may go now."""
@@ -145,7 +147,7 @@ class StreamedResponse:
         room = self._send_until - at
         if sendable > room:
             room = max(room, 0)
-            self._held += data[room:sendable]
+            self.held.append(data[room:sendable])
             return data[:room]
         return data[:sendable]
 
@@ -186,19 +188,12 @@ class StreamedResponse:
         return self.walked
 
     def tail(self, told: Mapping) -> TailSent:
-        """What was held back, then the tail, rewritten to the addresses clients see, at
-        its own length.
+        """The held tail, rewritten to the addresses clients see, at its own length.
 
         Bytes after the message (as the walk read it) are part of the held tail but of
         no field, so no rewrite reaches them: they never leave kproxy. The frame size
         already went out, so they are covered instead: the message's tagged fields are
         refitted over them (`kproxy.protocol.tagged_fit`)."""
-        sent = self._tail(told)
-        if self._held:
-            sent.chunk = bytes(self._held) + sent.chunk
-        return sent
-
-    def _tail(self, told: Mapping) -> TailSent:
         skim, walked = self.skim, self.walked
         if skim is None:
             return TailSent(b"", "none", 0, [])
