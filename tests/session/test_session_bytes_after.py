@@ -20,7 +20,7 @@ import pytest
 
 from kproxy.protocol.apis import FETCH, METADATA, PRODUCE
 from kproxy.session.steps import UpstreamStep
-from tests.kio_support import decode_response_frame, encode_response_frame, kio_message_class
+from tests.kio_support import decode_response_frame, encode_response_frame
 from tests.session.fetch_frames import (
     ENDPOINT_VERSIONS,
     KIO_FETCH,
@@ -134,7 +134,7 @@ def test_a_streamed_fetch_response_covers_them_at_its_announced_length(
     msg = fetch_response(version, RECORDS, 2 if named else None, endpoints)
     frame = encode_response_frame(msg, 5)
     tail = _tail_length(msg, version)
-    cls = kio_message_class(FETCH, version, "response")
+    cls = type(msg)
     for name, after in _afters(frame).items():
         sent = _with_bytes_after(frame, after)
         cuts = [*range(STREAM_AFTER + 4, len(frame), 50), len(frame)]
