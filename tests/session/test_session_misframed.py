@@ -9,19 +9,30 @@ bytes after the message, which are cut or covered (`test_session_bytes_after`); 
 lengthened records size makes the name look like records, which the held-back end of
 a streamed response keeps until the walk has failed (`StreamedResponse`).
 
-The one change left out: `NodeEndpoints`' own tag made another. A tag kproxy does not
-know is passed byte for byte, as KIP-482 has every reader keep it (README, "What kproxy
-does to the bytes"), so that byte is where a broker could hide a name in plain sight.
-Messages by kio.
+The same holds for every golden response vector that names a node (tests/golden/:
+Metadata v0-13, FindCoordinator, DescribeCluster, ShareFetch, ShareAcknowledge, the
+KRaft quorum's messages), gathered as kproxy gathers them.
+
+The one change left out: an endpoint-bearing tagged field's own tag made another
+(`NodeEndpoints`, KIP-951 and KIP-853). A tag kproxy does not know is passed byte for
+byte, as KIP-482 has every reader keep it (README, "What kproxy does to the bytes"), so
+that byte is where a broker could hide a name in plain sight. Messages by kio, and the
+golden vectors (kio's, or written by hand from the schemas).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 import pytest
 from kio.schema.errors import ErrorCode
 
+from kproxy.protocol.apis import PRODUCE, header_versions
+from kproxy.protocol.headers import parse_response_header
+from kproxy.protocol.walker import walk
+from kproxy.session import ProxySession, SessionLimits
+from tests.golden.vectors import CORRELATION_ID, Vector
 from tests.kio_support import encode_response_frame
 from tests.property.scan_support import one_byte_changes
 from tests.session.fetch_frames import (
@@ -34,13 +45,16 @@ from tests.session.fetch_frames import (
     streaming_session,
 )
 from tests.session.frames import (
+    address_map,
     client,
     metadata_request,
     metadata_response,
     produce_redirect,
     produce_request,
     produce_response,
+    request_with,
 )
+from tests.unit.test_golden import VECTORS
 
 HOST = "broker-2.kafka.cluster.invalid"
 NAME = b"broker-"  # what any part of the name that reached the client would show
@@ -99,3 +113,56 @@ def test_a_produce_redirect_changed_anywhere_shows_no_broker_name() -> None:
 def test_a_metadata_response_changed_anywhere_shows_no_broker_name() -> None:
     frame = metadata_response(5, [(2, HOST, 9092), (3, HOST.replace("2", "3"), 9093)])
     assert _leaks(frame, metadata_request(5), 0, 1 << 20, -1) == []
+
+
+# The golden responses that name a node, and the request each answers: the golden
+# request of the same (api, version) where there is one (kproxy walks those that carry
+# endpoints), else a header alone (kproxy reads no more of the others).
+NAMING = [v for v in VECTORS if not v.is_request and v.endpoints]
+REQUESTS = {(v.api_key, v.version): v.wire() for v in VECTORS if v.is_request}
+MARKS = (b"broker-", b"controller-", b".internal")  # the vectors' hosts: no one change spoils two
+
+
+def _golden_request(v: Vector) -> bytes:
+    versions = header_versions(v.api_key, v.version)
+    assert versions is not None
+    body = b"\x00" if versions[0] == 2 else b""  # a header v2's tagged fields
+    if v.api_key == PRODUCE:  # acks=1 read (a flexible version's): a null transactional
+        # id, acks, the timeout, no topics and no tagged field
+        body += b"\x00" + struct.pack(">hi", 1, 1000) + b"\x01\x00"
+    return REQUESTS.get((v.api_key, v.version)) or request_with(
+        v.api_key, v.version, CORRELATION_ID, body
+    )
+
+
+def _tag_bytes(v: Vector) -> set[int]:
+    """Where the tags of the vector's endpoint-bearing tagged fields lie, found by the
+    walk (each tag one byte, right before the field's size)."""
+    frame = memoryview(v.wire())[4:]
+    versions = header_versions(v.api_key, v.version)
+    assert versions is not None
+    body = parse_response_header(frame, versions[1])[1]
+    found = walk(frame, body, v.api_key, v.version, False)
+    return {4 + t.size_start - 1 for ep in found.endpoints for t in ep.tagged}
+
+
+@pytest.mark.parametrize("v", NAMING, ids=[v.name for v in NAMING])
+def test_a_golden_response_changed_anywhere_shows_no_node_name(v: Vector) -> None:
+    frame, request, tags = v.wire(), _golden_request(v), _tag_bytes(v)
+    mapping = address_map(open_nodes=(1, 2, 3))
+    limits = SessionLimits(1 << 20, 100, 1 << 20)
+
+    def shown(response: bytes) -> bytes:
+        # Every API served: the quorum's messages come through a controller listener.
+        s = ProxySession(mapping, limits, frozenset())
+        step = client(s, request)
+        assert step.close is None and step.to_upstream, step.close
+        return b"".join(fed_in_pieces(s, mapping, response, [])[0])
+
+    assert not any(mark in shown(frame) for mark in MARKS)  # rewritten, unchanged
+    leaks = [
+        (at, changed[at])
+        for at, changed in one_byte_changes(frame, 4 + 4)
+        if at not in tags and any(mark in shown(changed) for mark in MARKS)
+    ]
+    assert leaks == []
