@@ -32,6 +32,8 @@ from kproxy.protocol.apis import PRODUCE, header_versions
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.walker import walk
 from kproxy.session import ProxySession, SessionLimits
+from tests.golden.hand_vectors import HAND_VECTORS
+from tests.golden.kio_vectors import KIO_VECTORS
 from tests.golden.vectors import CORRELATION_ID, Vector
 from tests.kio_support import encode_response_frame
 from tests.property.scan_support import one_byte_changes
@@ -54,7 +56,6 @@ from tests.session.frames import (
     produce_response,
     request_with,
 )
-from tests.unit.test_golden import VECTORS
 
 HOST = "broker-2.kafka.cluster.invalid"
 NAME = b"broker-"  # what any part of the name that reached the client would show
@@ -118,6 +119,7 @@ def test_a_metadata_response_changed_anywhere_shows_no_broker_name() -> None:
 # The golden responses that name a node, and the request each answers: the golden
 # request of the same (api, version) where there is one (kproxy walks those that carry
 # endpoints), else a header alone (kproxy reads no more of the others).
+VECTORS = KIO_VECTORS + HAND_VECTORS
 NAMING = [v for v in VECTORS if not v.is_request and v.endpoints]
 REQUESTS = {(v.api_key, v.version): v.wire() for v in VECTORS if v.is_request}
 MARKS = (b"broker-", b"controller-", b".internal")  # the vectors' hosts: no one change spoils two
