@@ -154,6 +154,10 @@ async def _demo(
             f"kproxy demo: topic {TOPIC!r} ({PARTITIONS} partitions) is there; the demo "
             "cluster (librdkafka's mock) serves no CreateTopics, so other topics cannot be made"
         )
+        print(
+            "kproxy demo: the mock also sends a byte after each Metadata v13 response; kproxy "
+            "keeps it from clients, and warns (kproxy_responses_trimmed_total)"
+        )
         print(f"kproxy demo: moving a partition leader every {leader_interval:g}s; Ctrl-C stops")
         stop = threading.Event()
         threads = [

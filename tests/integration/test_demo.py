@@ -65,6 +65,9 @@ def test_demo_serves_another_client_and_exits_zero() -> None:
         output = "".join(lines + rest)
         assert "kproxy demo: done" in output
         assert re.search(r"kproxy saw \d+ leader changes", output)
+        # The mock's byte after each Metadata v13 response, explained and then warned of
+        assert "sends a byte after each Metadata v13 response" in output
+        assert "carried 1 byte(s) after its message, kept from the client" in output
     finally:
         if proc.poll() is None:
             proc.kill()
