@@ -156,11 +156,23 @@ def through(
     awaiting_success: Container[str] | None = None,
 ) -> tuple[list[bytes], UpstreamStep]:
     """The frame fed in pieces cut at `cuts`: (what each step sent, the last step)."""
-    s, mapping = streaming_session(stream_after, awaiting_success=awaiting_success)
-    client(s, fetch_request(version, 5))
-    sent, step = fed_in_pieces(s, mapping, frame, cuts)
+    sent, step = answered(fetch_request(version, 5), frame, cuts, stream_after, awaiting_success)
     assert step.close is None, step.close
     return sent, step
+
+
+def answered(
+    request: bytes,
+    frame: bytes,
+    cuts: list[int],
+    stream_after: int = STREAM_AFTER,
+    awaiting_success: Container[str] | None = None,
+) -> tuple[list[bytes], UpstreamStep]:
+    """`request` from a client of a fresh streaming session, then the response `frame`
+    fed in pieces cut at `cuts` (see `fed_in_pieces`): (what each step sent, the last)."""
+    s, mapping = streaming_session(stream_after, awaiting_success=awaiting_success)
+    client(s, request)
+    return fed_in_pieces(s, mapping, frame, cuts)
 
 
 def fed_in_pieces(

@@ -26,15 +26,13 @@ from tests.session.fetch_frames import (
     KIO_FETCH,
     RECORDS,
     STREAM_AFTER,
-    fed_in_pieces,
+    answered,
     fetch_request,
     fetch_response,
     kproxy_view,
-    streaming_session,
     without_padding,
 )
 from tests.session.frames import (
-    client,
     metadata_request,
     metadata_response,
     produce_redirect,
@@ -61,9 +59,7 @@ def _feed(
 ) -> tuple[bytes, UpstreamStep]:
     """The response fed in pieces cut at `cuts`: (all that reached the client, the last
     step)."""
-    s, mapping = streaming_session(stream_after)
-    client(s, request)
-    sent, step = fed_in_pieces(s, mapping, frame, cuts)
+    sent, step = answered(request, frame, cuts, stream_after)
     return b"".join(sent), step
 
 

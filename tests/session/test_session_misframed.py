@@ -41,10 +41,10 @@ from tests.session.fetch_frames import (
     ENDPOINT_VERSIONS,
     RECORDS,
     STREAM_AFTER,
+    answered,
     fed_in_pieces,
     fetch_request,
     fetch_response,
-    streaming_session,
 )
 from tests.session.frames import (
     address_map,
@@ -63,9 +63,7 @@ BODY = 4 + 4 + 1  # size, correlation id and the header's tagged fields: left as
 
 
 def _out(frame: bytes, request: bytes, cuts: list[int], stream_after: int) -> bytes:
-    s, mapping = streaming_session(stream_after)
-    client(s, request)
-    return b"".join(fed_in_pieces(s, mapping, frame, cuts)[0])
+    return b"".join(answered(request, frame, cuts, stream_after)[0])
 
 
 def _endpoints_tag_at(bare: bytes) -> int:
