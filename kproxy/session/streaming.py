@@ -199,13 +199,12 @@ class StreamedResponse:
             return TailSent(b"", "none", 0, [])
         skeleton, start = skim.skeleton, skim.tail_start
         length = len(skeleton) - start
-        if walked is None:  # plain: its tail is the empty one, nothing after it
-            return TailSent(bytes(skeleton[start:]), "none", 0, [])
-        end = walked.end
+        # Not walked: plain, its tail the empty one with nothing after it.
+        end = len(skeleton) if walked is None else walked.end
         if end < start:  # the skim and the walk follow one plan: they agree on this
             raise MalformedMessage("the walk ended before the tail a skim reached")
         blanked = len(skeleton) - end
-        if not walked.endpoints:
+        if walked is None or not walked.endpoints:
             if not blanked:
                 return TailSent(bytes(skeleton[start:]), "none", 0, [])
             chunk = cover_after(skeleton[start:end], length)
