@@ -4,8 +4,8 @@ No sockets and no event loop: `ProxySession` is driven directly, every frame bui
 every output decoded with kio (an independent codec), in the manner of mitmproxy's
 layer tests. Each rule the session owns has a play here: admission errors, acks=0,
 the in-flight cap, the ApiVersions v0 header and clamp, endpoint rewriting and
-removal, request-side reverse mapping, a new node id held for its listener, and a
-correlation id nobody waits for.
+removal, request-side reverse mapping, a new node id held for its listener, bytes after
+a response's message, and a correlation id nobody waits for.
 """
 
 from __future__ import annotations
@@ -312,6 +312,23 @@ def test_responses_split_anywhere_come_out_the_same() -> None:
         out = joined(upstream(s, response[:cut]).to_client)
         out += joined(upstream(s, response[cut:]).to_client)
         assert out == expected, cut
+
+
+def test_bytes_after_a_response_s_message_are_cut_and_reported() -> None:
+    # librdkafka's mock cluster sends one; here they name a broker. kio refuses any byte
+    # after a message, so decoding what the client got shows the frame was cut to it.
+    s = session(address_map(open_nodes=(1,)))
+    client(s, metadata_request(1))
+    response = metadata_response(1, [(1, "broker-1.invalid", 9092)])
+    after = b"\x00\x10broker-9.invalid"
+    body = response[4:] + after
+    step = upstream(s, struct.pack(">i", len(body)) + body)
+    assert step.close is None
+    out = joined(step.to_client)
+    _, msg = decode_response_frame(MetadataResponse, out)
+    assert [(b.node_id, b.host, b.port) for b in msg.brokers] == [(1, KPROXY_HOST, 19001)]
+    assert b".invalid" not in out
+    assert step.trimmed == [(3, len(after))]  # Metadata (api 3), the bytes kept back
 
 
 def test_response_nobody_waits_for_closes_the_upstream_side() -> None:
