@@ -40,6 +40,7 @@ from bench.ab_tables import (
     stability_lines,
     summary_lines,
     syscall_lines,
+    wakeup_lines,
 )
 from bench.results_file import COMPILED_PATHS
 from bench.steal import run_steal
@@ -311,6 +312,11 @@ def main_ab(args: argparse.Namespace) -> int:
     for line in summary_lines(results, args.workload):
         print(line)
     print(f"CPU taken by the host (steal) per run: {run_steal(results, args.workload)}")
+    wakes = wakeup_lines(results, args.workload)
+    if wakes:
+        print()
+        for line in wakes:
+            print(line)
     still = stability_lines(results)
     if still:
         print()

@@ -71,6 +71,34 @@ def stability_lines(results: dict[str, Any]) -> list[str]:
     return _aligned([list(HEADER), *rows]) if rows else []
 
 
+def wakeup_lines(results: dict[str, Any], workload: str) -> list[str]:
+    """Each proxy's wakeups (voluntary context switches: sleeps in epoll_wait, mostly)
+    and preemptions per message moved, and its CPU and user time per wakeup, medians
+    over the rounds. Two proxies that wake as often differ per wakeup: what each does
+    with the caches it finds there (docs/performance.md, "Lines from memory"). None
+    without a run that counted them."""
+    wl = results["workloads"][workload]
+    runs, rounds = wl.get("runs", []), rounds_of(results)
+    rows = [["path", "wakeups/message", "preemptions/message", "CPU us/wakeup",
+             "user us/wakeup"]]  # fmt: skip
+    for path in results["paths"]:
+        wakeups = per_message(runs, path, "wakeups", rounds)
+        if path == "direct" or all(w is None for w in wakeups):
+            continue
+        preempted = per_message(runs, path, "preemptions", rounds)
+        cpu = per_message(runs, path, "cpu_seconds", rounds)
+        user = per_message(runs, path, "cpu_user_seconds", rounds)
+        row = [path, _span(summarize(wakeups), ".3f"), _span(summarize(preempted), ".3f")]
+        for seconds in (cpu, user):
+            per_wakeup = [
+                s / w * 1e6 if s is not None and w else None
+                for s, w in zip(seconds, wakeups, strict=True)
+            ]
+            row.append(_span(summarize(per_wakeup), ".1f"))
+        rows.append(row)
+    return _aligned(rows) if len(rows) > 1 else []
+
+
 def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
     """A run with ``--syscalls``: each proxy's syscalls per message moved, by syscall
     (median over the rounds; those below 0.01 per message on every path left out)."""

@@ -17,17 +17,46 @@ def cpu_times(pid: int) -> tuple[float, float]:
     return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
 
 
+def context_switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of ``pid``, summed over its threads.
+
+    A voluntary switch is a thread going to sleep, on a proxy mostly in epoll_wait: each
+    is a wakeup to come, and with it caches that other processes used meanwhile. An
+    involuntary one is a thread preempted while it had work. A thread that has exited
+    is no longer counted, so a figure is a process's live threads' (a proxy's threads
+    live as long as it does)."""
+    voluntary = involuntary = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as fh:
+                for line in fh:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        voluntary += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        involuntary += int(line.split()[1])
+        except FileNotFoundError:  # the thread exited between listing and reading
+            continue
+    return voluntary, involuntary
+
+
 class CpuSince:
-    """``pid``'s CPU time from now on: made before a run, read once it has ended."""
+    """``pid``'s CPU time and context switches from now on: made before a run, read
+    once it has ended."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.user0, self.system0 = cpu_times(pid)
+        self.voluntary0, self.involuntary0 = context_switches(pid)
 
     def spent(self) -> tuple[float, float]:
         """(user, system) seconds ``pid`` has spent since this was made."""
         user, system = cpu_times(self.pid)
         return user - self.user0, system - self.system0
+
+    def switches(self) -> tuple[int, int]:
+        """(voluntary, involuntary) context switches of ``pid`` since this was made."""
+        voluntary, involuntary = context_switches(self.pid)
+        return voluntary - self.voluntary0, involuntary - self.involuntary0
 
 
 def cpu_seconds(pid: int) -> float:

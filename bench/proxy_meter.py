@@ -33,10 +33,15 @@ class ProxyMeter:
             return None, None
         user, kernel = self.cpu.spent()
         cpu = user + kernel
+        wakeups, preemptions = self.cpu.switches()
         mem = memory_kb(self.cpu.pid)
         proxy: dict[str, Any] = {
             "cpu_seconds": round(cpu, 3),
             "cpu_user_seconds": round(user, 3),  # of cpu_seconds, in user space
+            # Voluntary context switches (sleeps, each a wakeup) and involuntary ones
+            # (preempted with work to do), every thread's.
+            "wakeups": wakeups,
+            "preemptions": preemptions,
             "rss_before_mb": round(self.rss0_kb / 1024, 1),
             "rss_mb": round(mem.get("VmRSS", 0) / 1024, 1),
             "peak_rss_mb": round(mem.get("VmHWM", 0) / 1024, 1),

@@ -40,7 +40,7 @@ def series(
 def per_message(
     runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int
 ) -> list[float | None]:
-    """Per round: a proxy's CPU seconds (``key`` of its /proc figures) over the messages
+    """Per round: a proxy's /proc figure ``key`` (CPU seconds, wakeups) over the messages
     the workload moved."""
     cpu = series(runs, path, key, rounds, "proxy")
     messages = series(runs, path, "messages", rounds)
