@@ -75,7 +75,7 @@ def wakeup_lines(results: dict[str, Any], workload: str) -> list[str]:
     """Each proxy's wakeups (voluntary context switches: sleeps in epoll_wait, mostly)
     and preemptions per message moved, and its CPU and user time per wakeup, medians
     over the rounds. Two proxies that wake as often differ per wakeup: what each does
-    with the caches it finds there (docs/performance.md, "Lines from memory"). None
+    with the caches it finds there (docs/performance.md, "Wakeups"). None
     without a run that counted them."""
     wl = results["workloads"][workload]
     runs, rounds = wl.get("runs", []), rounds_of(results)
