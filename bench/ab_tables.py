@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.results_file import KPROXY_PATHS as TARGET_PATHS
-from bench.results_file import per_message, rounds_of, series
+from bench.results_file import per_message, per_wakeup, rounds_of, series
 from bench.stats import ratio_summary, summarize
 
 KPROXY_PATHS = (*TARGET_PATHS, "kproxy-base")  # the targets' kproxy paths and the baseline
@@ -86,15 +86,9 @@ def wakeup_lines(results: dict[str, Any], workload: str) -> list[str]:
         if path == "direct" or all(w is None for w in wakeups):
             continue
         preempted = per_message(runs, path, "preemptions", rounds)
-        cpu = per_message(runs, path, "cpu_seconds", rounds)
-        user = per_message(runs, path, "cpu_user_seconds", rounds)
         row = [path, _span(summarize(wakeups), ".3f"), _span(summarize(preempted), ".3f")]
-        for seconds in (cpu, user):
-            per_wakeup = [
-                s / w * 1e6 if s is not None and w else None
-                for s, w in zip(seconds, wakeups, strict=True)
-            ]
-            row.append(_span(summarize(per_wakeup), ".1f"))
+        for key in ("cpu_seconds", "cpu_user_seconds"):
+            row.append(_span(summarize(per_wakeup(runs, path, key, rounds)), ".1f"))
         rows.append(row)
     return _aligned(rows) if len(rows) > 1 else []
 

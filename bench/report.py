@@ -157,6 +157,10 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
     with_broker = any(c["broker:cpu_us_per_message"]["n"] for c in summary.values())
     if with_broker:
         header.append("broker CPU us/msg")
+    # Nor before it counted the proxies' wakeups (docs/performance.md, "Wakeups").
+    with_wakeups = any(c["proxy:wakeups_per_message"]["n"] for c in summary.values())
+    if with_wakeups:
+        header += ["proxy wakeups/msg", "proxy CPU us/wakeup"]
     rows = []
     notes: list[str] = []
     for path, cells in summary.items():
@@ -174,6 +178,9 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
         row.append(fmt_summary(cells["proxy:peak_rss_mb"]))
         if with_broker:
             row.append(fmt_summary(cells["broker:cpu_us_per_message"]))
+        if with_wakeups:
+            row.append(fmt_summary(cells["proxy:wakeups_per_message"]))
+            row.append(fmt_summary(cells["proxy:cpu_us_per_wakeup"]))
         rows.append(row)
         for err in cells["errors"]:
             notes.append(f"{path}: a run failed: {err}")

@@ -47,6 +47,16 @@ def per_message(
     return [c / m if c is not None and m else None for c, m in zip(cpu, messages, strict=True)]
 
 
+def per_wakeup(
+    runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int
+) -> list[float | None]:
+    """Per round: a proxy's CPU microseconds (``key``: ``cpu_seconds`` or
+    ``cpu_user_seconds``) over its wakeups (``wakeups``, its voluntary context switches)."""
+    cpu = series(runs, path, key, rounds, "proxy")
+    wakeups = series(runs, path, "wakeups", rounds, "proxy")
+    return [c / w * 1e6 if c is not None and w else None for c, w in zip(cpu, wakeups, strict=True)]
+
+
 def paths_in(results: dict[str, Any]) -> list[str]:
     return list(results.get("paths", {}))
 
@@ -83,6 +93,8 @@ def workload_summary(results: dict[str, Any], name: str) -> dict[str, dict[str, 
         ):
             for key in keys:
                 cells[f"{section}:{key}"] = summarize(series(runs, path, key, rounds, section))
+        cells["proxy:wakeups_per_message"] = summarize(per_message(runs, path, "wakeups", rounds))
+        cells["proxy:cpu_us_per_wakeup"] = summarize(per_wakeup(runs, path, "cpu_seconds", rounds))
         cells["errors"] = run_errors(runs, path)
         out[path] = cells
     return out

@@ -8,6 +8,7 @@ import select
 import threading
 from typing import Any
 
+from bench import report
 from bench.ab_tables import wakeup_lines
 from bench.procfs import CpuSince, context_switches
 from bench.proxy_meter import ProxyMeter
@@ -92,10 +93,11 @@ def _run(path: str, r: int, wakeups: int | None, cpu: float) -> dict[str, Any]:
 
 
 def _results(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    metric = {"key": "msg_per_s", "label": "msg/s", "unit": "msg/s", "higher_is_better": True}
     return {
         "meta": {"rounds": 2},
         "paths": {"direct": {}, "haproxy": {}, "kproxy-uvloop": {}},
-        "workloads": {"w": {"metrics": [{"key": "msg_per_s"}], "runs": runs}},
+        "workloads": {"w": {"kind": "consume", "metrics": [metric], "runs": runs}},
     }
 
 
@@ -123,3 +125,26 @@ def test_the_table_gives_wakeups_per_message_and_cpu_per_wakeup() -> None:
 def test_no_wakeups_recorded_no_table() -> None:
     runs = [_run("direct", 0, None, 0.0), _run("haproxy", 0, None, 0.01)]
     assert wakeup_lines(_results(runs), "w") == []
+
+
+def test_the_results_page_shows_wakeups_per_message_and_cpu_per_wakeup() -> None:
+    runs = [
+        _run("direct", 0, None, 0.0),
+        _run("haproxy", 0, 2000, 0.010),
+        _run("kproxy-uvloop", 0, 2000, 0.030),
+        _run("direct", 1, None, 0.0),
+        _run("haproxy", 1, 3000, 0.012),
+        _run("kproxy-uvloop", 1, 2000, 0.040),
+    ]
+    lines = report.render_workload(_results(runs), "w")
+    header = next(line for line in lines if line.startswith("| path"))
+    assert header.endswith("| proxy wakeups/msg | proxy CPU us/wakeup |"), header
+    rows = {line.split(" | ")[0][2:]: line for line in lines if line.startswith("| ")}
+    assert rows["direct"].endswith("| - | - |")
+    assert rows["haproxy"].endswith("| 2.50 [2.00-3.00] | 4.50 [4.00-5.00] |")
+    assert rows["kproxy-uvloop"].endswith("| 2.00 | 17.5 [15.0-20.0] |")
+
+
+def test_a_record_made_before_wakeups_were_counted_has_no_wakeup_columns() -> None:
+    runs = [_run("direct", 0, None, 0.0), _run("haproxy", 0, None, 0.01)]
+    assert not any("wakeup" in line for line in report.render_workload(_results(runs), "w"))
