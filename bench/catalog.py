@@ -97,7 +97,7 @@ def workloads(quick: bool, scale: float = 1.0) -> list[Workload]:
         Workload("kafka-consume-small-fetches", "Consume 1 KiB messages in batches of 4 KiB, "
                  "at most 8 KiB per Fetch response (gathered whole, as a consumer at the end "
                  "of its partitions gets them; Apache Kafka)", "kafka", "consume", cf,
-                 {"size": KIB, "count": n(40_000, 8_000), "client_config": SMALL_FETCHES,
+                 {"size": KIB, "count": n(40_000, 30_000), "client_config": SMALL_FETCHES,
                   "fill_config": {"batch.size": 4 * KIB}}, THROUGHPUT, "throughput"),
         Workload("kafka-perf-produce-1KiB", "kafka-producer-perf-test, 1 KiB, acks=all (Apache "
                  "Kafka)", "kafka", "perf-produce", jp,
