@@ -162,8 +162,8 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
 def steady_rate(count: int, seconds: float) -> float | None:
     """``count`` a second over ``seconds``, what a consumer moved after its first batch;
     None when nothing was left to time. librdkafka fetches ahead while the first
-    `consume` call waits, so a run short enough (`--quick`'s 8,000 small messages) gets
-    every message in that first batch: no rate, rather than a rate of 0."""
+    `consume` call waits, so a short enough run gets every message in that first batch
+    (8,000 messages of 1 KiB in small Fetch responses did): no rate, rather than 0."""
     return count / seconds if count > 0 and seconds > 0 else None
 
 
