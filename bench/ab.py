@@ -312,28 +312,21 @@ def main_ab(args: argparse.Namespace) -> int:
     for line in summary_lines(results, args.workload):
         print(line)
     print(f"CPU taken by the host (steal) per run: {run_steal(results, args.workload)}")
-    wakes = wakeup_lines(results, args.workload)
-    if wakes:
-        print()
-        for line in wakes:
-            print(line)
-    still = stability_lines(results)
-    if still:
-        print()
-        for line in still:
-            print(line)
+    _print_table(wakeup_lines(results, args.workload))
+    _print_table(stability_lines(results))
     if args.syscalls:
-        print()
-        for line in syscall_lines(results, args.workload):
-            print(line)
+        _print_table(syscall_lines(results, args.workload))
     if args.native_profile:
-        print()
-        for line in object_lines(results, args.workload):
-            print(line)
+        _print_table(object_lines(results, args.workload))
     if args.baseline:
         # The tree's build that matches the baseline's, when there is one.
         tree = compiled_path(loop) if args.compiled and args.compile_baseline else f"kproxy-{loop}"
-        print()
-        for line in paired_lines(results, args.workload, tree, "kproxy-base"):
-            print(line)
+        _print_table(paired_lines(results, args.workload, tree, "kproxy-base"))
     return 0
+
+
+def _print_table(lines: list[str]) -> None:
+    """A table after the summary, a blank line before it; nothing for none."""
+    if lines:
+        print()
+        print("\n".join(lines))

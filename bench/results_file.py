@@ -42,9 +42,9 @@ def per_message(
 ) -> list[float | None]:
     """Per round: a proxy's /proc figure ``key`` (CPU seconds, wakeups) over the messages
     the workload moved."""
-    cpu = series(runs, path, key, rounds, "proxy")
-    messages = series(runs, path, "messages", rounds)
-    return [c / m if c is not None and m else None for c, m in zip(cpu, messages, strict=True)]
+    return _quotients(
+        series(runs, path, key, rounds, "proxy"), series(runs, path, "messages", rounds)
+    )
 
 
 def per_wakeup(
@@ -53,8 +53,15 @@ def per_wakeup(
     """Per round: a proxy's CPU microseconds (``key``: ``cpu_seconds`` or
     ``cpu_user_seconds``) over its wakeups (``wakeups``, its voluntary context switches)."""
     cpu = series(runs, path, key, rounds, "proxy")
-    wakeups = series(runs, path, "wakeups", rounds, "proxy")
-    return [c / w * 1e6 if c is not None and w else None for c, w in zip(cpu, wakeups, strict=True)]
+    return _quotients(cpu, series(runs, path, "wakeups", rounds, "proxy"), 1e6)
+
+
+def _quotients(
+    values: list[float | None], by: list[float | None], scale: float = 1.0
+) -> list[float | None]:
+    """Round by round, ``values`` over ``by`` times ``scale``; None where either is
+    missing or ``by`` is 0."""
+    return [v * scale / b if v is not None and b else None for v, b in zip(values, by, strict=True)]
 
 
 def paths_in(results: dict[str, Any]) -> list[str]:

@@ -155,11 +155,11 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
         "measured_messages": measured,
         "seconds": seconds,
         "msg_per_s": steady_rate(measured, seconds),
-        "mb_per_s": None if (rate := steady_rate(mbytes, seconds)) is None else rate / 1e6,
+        "mb_per_s": steady_rate(mbytes / 1e6, seconds),
     }
 
 
-def steady_rate(count: int, seconds: float) -> float | None:
+def steady_rate(count: float, seconds: float) -> float | None:
     """``count`` a second over ``seconds``, what a consumer moved after its first batch;
     None when nothing was left to time. librdkafka fetches ahead while the first
     `consume` call waits, so a short enough run gets every message in that first batch
