@@ -105,3 +105,48 @@ def test_answered_takes_what_peek_found_as_pop_would(
     assert (len(peeked), peeked.unanswered) == (len(popped), popped.unanswered)
     for correlation_id in range(31):
         assert peeked.pop(correlation_id) == popped.pop(correlation_id)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["add", "add_acks0", "pop", "peek_answered"]), st.integers(0, 5))
+    )
+)
+def test_requests_in_flight_are_matched_however_many_await(ops: list[tuple[str, int]]) -> None:
+    """One request in flight is kept apart from the others (no dict per round trip):
+    with any mix of one and several awaiting, and acks=0 requests among them, every
+    response finds what a plain model of the rules finds (module docstring), once."""
+    table = CorrelationTable()
+    awaiting: dict[int, tuple[int, str]] = {}  # by correlation id: (order sent, entry)
+    unanswered: dict[int, tuple[int, str]] = {}  # acks=0, oldest first
+
+    def answer(correlation_id: int) -> str | None:
+        item = awaiting.pop(correlation_id, None) or unanswered.pop(correlation_id, None)
+        if item is None:
+            return None
+        for sent_before in [c for c, (order, _) in unanswered.items() if order <= item[0]]:
+            del unanswered[sent_before]
+        return item[1]
+
+    for order, (op, correlation_id) in enumerate(ops):
+        entry = f"r{correlation_id}.{order}"
+        if op in ("add", "add_acks0") and correlation_id in awaiting:
+            with pytest.raises(ProtocolError):
+                table.add(correlation_id, entry, expects_response=op == "add")
+        elif op == "add":
+            assert table.add_below(correlation_id, entry, 0)
+            awaiting[correlation_id] = (order, entry)
+        elif op == "add_acks0":
+            table.add(correlation_id, entry, expects_response=False)
+            unanswered.pop(correlation_id, None)
+            unanswered[correlation_id] = (order, entry)
+        elif op == "pop":
+            assert table.pop(correlation_id) == answer(correlation_id)
+        else:
+            found = table.peek(correlation_id)
+            assert found == (awaiting[correlation_id][1] if correlation_id in awaiting else None)
+            if found is not None:
+                table.answered(correlation_id)
+                answer(correlation_id)
+        assert (len(table), table.unanswered) == (len(awaiting), len(unanswered))
+        assert bool(table) == bool(awaiting)
