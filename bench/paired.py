@@ -5,8 +5,8 @@ between one path and the next the machine's neighbours change its speed, and a r
 ratio to direct swings by more than the targets are wide. A paired round starts every
 path (as a round of `bench.harness` does, fresh kproxy processes included), then runs one
 client process that holds a client per path and gives them N turns each, the order
-rotated at every turn (`bench.paired_workloads`): a slow spell then falls on all paths
-alike. Each path's figures are read from its share of the turns, its proxy's CPU from
+changed at every turn (`bench.paired_workloads.turn_order`): a slow spell then falls on
+all paths alike. Each path's figures are read from its share of the turns, its proxy's CPU from
 /proc over the whole round (a proxy does nothing while another path has the turn), and
 the round is recorded in the shape `bench.harness` records it, so that the summary, the
 targets and the stability figures read it unchanged.

@@ -54,7 +54,8 @@ class CorrelationTable:
         # at a time, is kept in three slots: a dict made and freed on every round trip,
         # with its keys and an entry tuple, cost a compiled small pair a tenth of its
         # instructions (docs/performance.md, "One request in flight"). `_one_entry`
-        # None: the slot is free.
+        # None: the slot is free. `_one_seq` stays 0 until the connection's first acks=0
+        # request, as every sequence does (`add_below`).
         self._one_entry: object | None = None
         self._one_id = 0
         self._one_seq = 0

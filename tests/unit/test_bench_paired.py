@@ -1,11 +1,13 @@
 """`python -m bench ab WORKLOAD --paired N`: the paths of a round take turns, the order
-rotated every turn, each path doing exactly its count of messages; only workloads
-whose paths can share a round are paired, and the rounds are recorded as `bench.harness`
-records them (so the summary and the stability figures read them unchanged)."""
+changed every turn (balanced: `turn_order`), each path doing exactly its count of
+messages; only workloads whose paths can share a round are paired, and the rounds are
+recorded as `bench.harness` records them (so the summary and the stability figures read
+them unchanged)."""
 
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 from pathlib import Path
 from typing import Any
@@ -21,19 +23,28 @@ from bench.paired import pairable
 from bench.paired_workloads import _each_turn, turn_order
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
-def test_the_order_rotates_and_no_path_has_two_turns_in_a_row(n: int) -> None:
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_the_order_is_balanced_and_no_path_has_two_turns_in_a_row(n: int) -> None:
+    """Over a cycle of turns every path leads as often as any other and follows every
+    other path as often as any other (so that no path always meets what the same one left
+    behind), and no path ever has two turns in a row."""
     paths = [f"p{i}" for i in range(n)]
-    turns = [turn_order(paths, t) for t in range(3 * n)]
+    cycle = n if n % 2 == 0 else 2 * n
+    turns = [turn_order(paths, t) for t in range(3 * cycle)]
     for order in turns:
         assert sorted(order) == paths
-    if n >= 3:
-        assert turns[1] == [*paths[1:], paths[0]]
     played = [p for order in turns for p in order]
     if n >= 2:
         assert all(a != b for a, b in itertools.pairwise(played))
-    if n >= 3:  # over a cycle every path leads a turn equally often
-        assert sorted(order[0] for order in turns) == sorted(paths * 3)
+    if n >= 3:
+        assert turns[cycle:] == turns[:-cycle]
+        one_cycle = turns[:cycle]
+        assert sorted(order[0] for order in one_cycle) == sorted(paths * (cycle // n))
+        followed = collections.Counter(
+            pair for order in one_cycle for pair in itertools.pairwise(order)
+        )
+        assert len(followed) == n * (n - 1)
+        assert set(followed.values()) == {cycle // n}
 
 
 @pytest.mark.parametrize(("count", "segments"), [(1000, 10), (1001, 10), (7, 3), (5, 8)])
@@ -52,7 +63,7 @@ def test_every_path_does_its_count_in_turns_that_alternate(count: int, segments:
         assert sum(mine) == count
         assert values[path] == [float(n) for n in mine]
         assert len(mine) <= segments
-    # Turn by turn, the order rotated by one.
+    # Turn by turn, the order of `turn_order`.
     order = [p for p, _t, _n in seen]
     assert order[:3] == ["direct", "haproxy", "kproxy-uvloop"]
     if len(order) >= 6:
