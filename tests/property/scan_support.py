@@ -75,7 +75,9 @@ def walk_finds_nothing(frame: bytes, body: int, api_key: int, version: int) -> b
     try:
         walked = walk(memoryview(frame), body, api_key, version, False)
     except MalformedMessage as exc:
-        return isinstance(exc.__cause__, UnicodeDecodeError)
+        # The walker raises it `from` the UnicodeDecodeError; compiled by mypyc, the
+        # raise sets no `__cause__`, and the decode error is its `__context__` alone.
+        return isinstance(exc.__cause__ or exc.__context__, UnicodeDecodeError)
     quiet = all(
         o.error_code == 0 and o.leader_id is None and o.leader_epoch is None for o in walked.leaders
     )

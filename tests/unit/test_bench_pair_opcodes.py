@@ -25,6 +25,8 @@ def test_opcodes_and_calls_are_counted_by_function() -> None:
     assert sum(calls.values()) == 9  # run itself, three times
 
 
+# It traces bytecode: a compiled build's pair runs none.
+@pytest.mark.pure_python
 def test_a_pair_is_counted_per_pair(capsys: pytest.CaptureFixture[str]) -> None:
     assert pair_opcodes.main(["--pairs", "4", "--json-only", "least"]) == 0
     least = json.loads(capsys.readouterr().out)["least"]

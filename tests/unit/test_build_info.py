@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import uvloop
 from prometheus_client import CollectorRegistry
 
@@ -26,6 +27,7 @@ def test_a_build_is_named_by_how_its_modules_were_loaded() -> None:
     assert hot_path_build((PYTHON_MODULE, EXTENSION_MODULE)) == MIXED
 
 
+@pytest.mark.pure_python
 def test_this_tree_runs_pure_python() -> None:
     # The suite's own pass runs the sources; test_compiled_build.py runs a build.
     assert hot_path_build() == PYTHON
@@ -49,5 +51,5 @@ def test_build_info_names_the_hot_path_and_the_running_loop() -> None:
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         labels = runner.run(labels_on_the_loop())
     assert labels["event_loop"] == "uvloop"
-    assert labels["hot_path"] == PYTHON
+    assert labels["hot_path"] == hot_path_build()
     assert build_labels()["event_loop"] == event_loop_kind() == NO_LOOP

@@ -13,6 +13,7 @@ import pytest
 
 import kproxy
 from kproxy import cli
+from kproxy.build import hot_path_build
 from kproxy.config import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,7 +68,7 @@ def bad_config(tmp_path: Path) -> Path:
 def test_version() -> None:
     result = kproxy_cmd("version")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"kproxy {kproxy.__version__}\nhot path: python\n"
+    assert result.stdout == f"kproxy {kproxy.__version__}\nhot path: {hot_path_build()}\n"
     assert result.stderr == ""
 
 
