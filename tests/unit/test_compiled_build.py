@@ -33,7 +33,6 @@ def checkout_copy(into: Path) -> Path:
     are now (changed, or gone) and new ones git does not ignore, without any compiled
     module. Its history is this one's, shared: the benchmark's tests build a baseline
     revision from it."""
-    git = ["git", "-C", str(into)]
     subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(REPO), str(into)],
                    check=True)  # fmt: skip
     listed = subprocess.run(
@@ -48,7 +47,8 @@ def checkout_copy(into: Path) -> Path:
             continue
         (into / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, into / name)
-    subprocess.run([*git, "reset", "-q"], check=True)  # the index at HEAD, as here
+    # The index at HEAD, as here: the copy's `git status` is this checkout's.
+    subprocess.run(["git", "-C", str(into), "reset", "-q"], check=True)
     return into
 
 
