@@ -6,8 +6,11 @@
 Every case is a byte string fed to FrameReader (in random splits, with small and
 large frame limits), parse_request_header, produce_acks, parse_response_header, walk (the seed's
 plan and one of every plan in turn), rewrite (random hosts, ports and unmappable node
-ids) and clamp_api_versions. Anything but a ProtocolError is a bug. So is a rewrite of
-a frame that walked whose result does not walk again with the new addresses.
+ids), the Produce and Fetch response scans, a streamed Fetch response's skim and
+clamp_api_versions. Anything but a ProtocolError is a bug. So is a rewrite of a frame
+that walked whose result does not walk again with the new addresses, and a response a
+scan or the skim lets pass unwalked in which the walker finds something kproxy acts on
+(tools/fuzz_skips.py).
 
 Seeds: the golden vectors (tests/golden/*.hex), random kio-encoded messages of every
 endpoint-bearing (api, version) when kio and hypothesis are installed, and a few
@@ -42,6 +45,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kproxy.protocol.api_versions import clamp_api_versions  # noqa: E402
+from kproxy.protocol.apis import FETCH  # noqa: E402
 from kproxy.protocol.errors import ProtocolError  # noqa: E402
 from kproxy.protocol.frames import FrameReader, FrameStart  # noqa: E402
 from kproxy.protocol.headers import parse_request_header, parse_response_header  # noqa: E402
@@ -49,6 +53,7 @@ from kproxy.protocol.requests import produce_acks  # noqa: E402
 from kproxy.protocol.rewriter import rewrite  # noqa: E402
 from kproxy.protocol.walker import Endpoint, walk  # noqa: E402
 from tools.fuzz_seeds import PLAN_KEYS, PlanKey, Seed, all_seeds  # noqa: E402
+from tools.fuzz_skips import check_scan, check_skim  # noqa: E402
 
 # --------------------------------------------------------------------------- mutation
 
@@ -153,6 +158,18 @@ def _walk_and_rewrite(frame: memoryview, offset: int, key: PlanKey, rng: random.
             assert (new_ep.host, new_ep.port) == target, (old_ep, new_ep, target)
 
 
+def _check_skips(frame: bytes, offset: int, key: PlanKey, rng: random.Random) -> None:
+    """The response skip tests (tools/fuzz_skips.py): the scan over the whole body or a
+    random first part of it, and a Fetch response's skim over random splits."""
+    api_key, _, version = key
+    stop = len(frame)
+    if rng.random() < 0.2 and 0 <= offset <= stop:
+        stop = rng.randint(offset, stop)
+    check_scan(frame, offset, stop, api_key, version)
+    if api_key == FETCH:
+        check_skim(frame, offset, version, _splits(rng, frame[offset:]))
+
+
 def exercise(data: bytes, key: PlanKey, rng: random.Random) -> None:
     """Feed one input to every entry point. Raises on a bug; ProtocolError is fine."""
     # Framing: the whole input, in random splits, against a small and a large limit.
@@ -196,6 +213,8 @@ def exercise(data: bytes, key: PlanKey, rng: random.Random) -> None:
         _walk_and_rewrite(frame, offset, key, rng)
         other = PLAN_KEYS[rng.randrange(len(PLAN_KEYS))]
         _walk_and_rewrite(frame, min(offset, rng.choice((offset, 4, 5))), other, rng)
+        if not key[1]:
+            _check_skips(bytes(frame), offset, key, rng)
         with contextlib.suppress(ProtocolError):
             clamp_api_versions(frame, 4 if rng.random() < 0.8 else 5, rng.randrange(6))
 

@@ -144,12 +144,17 @@ class ResponseSkim:
         raise MalformedMessage("varint longer than 5 bytes")
 
     def _length(self, op: int) -> Generator[int, int, int]:
-        """A string's or byte field's length, -1 for null."""
+        """A string's or byte field's length, -1 for null; below that it is refused, as
+        the walker refuses it (a body the skim calls plain is not walked)."""
         if op in (OP_CSTR, OP_CBYTES):
             return (yield from self._uvarint()) - 1
         if op == OP_STR:
-            return int(_i16(self.skeleton, (yield 2))[0])
-        return int(_i32(self.skeleton, (yield 4))[0])
+            n = int(_i16(self.skeleton, (yield 2))[0])
+        else:
+            n = int(_i32(self.skeleton, (yield 4))[0])
+        if n < -1:
+            raise MalformedMessage(f"bad length {n}")
+        return n
 
     def _body(self, plan: Struct) -> _Ask:
         # The top-level fields only: the tagged fields after them are the tail.

@@ -10,9 +10,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.headers import parse_response_header
-from kproxy.protocol.walker import walk
 from tests.kio_support import encode_response_frame
 
 # Bytes a next frame in the same read could start with.
@@ -65,23 +63,6 @@ def assert_plain_only_whole(is_plain: IsPlain, frame: bytes, body: int, version:
     assert not is_plain(frame[:-1] + AFTER, body, len(frame) - 1, version)
     longer = frame + b"\x00"
     assert not is_plain(longer, body, len(longer), version)
-
-
-def walk_finds_nothing(frame: bytes, body: int, api_key: int, version: int) -> bool:
-    """What the walker finds in the body would change nothing for a client awaiting no
-    success: no endpoint, every partition with ErrorCode 0 and no leader hint. A walk
-    refused only for a topic name that is not UTF-8 counts as nothing found: the scans
-    do not decode names, as a streamed response's skim does not."""
-    try:
-        walked = walk(memoryview(frame), body, api_key, version, False)
-    except MalformedMessage as exc:
-        # The walker raises it `from` the UnicodeDecodeError; compiled by mypyc, the
-        # raise sets no `__cause__`, and the decode error is its `__context__` alone.
-        return isinstance(exc.__cause__ or exc.__context__, UnicodeDecodeError)
-    quiet = all(
-        o.error_code == 0 and o.leader_id is None and o.leader_epoch is None for o in walked.leaders
-    )
-    return quiet and not walked.endpoints
 
 
 # Values a changed byte takes: the ends of a byte, of a one-byte varint, and of a sign.

@@ -39,9 +39,9 @@ from tests.property.scan_support import (
     one_byte_changes,
     scanned,
     spoilers,
-    walk_finds_nothing,
 )
 from tests.session.fetch_frames import fetch_response
+from tests.walk_oracle import walk_finds_nothing
 
 FETCH = 1
 VERSIONS = [v for v in range(4, 19) if kio_message_class(FETCH, v, "response") is not None]

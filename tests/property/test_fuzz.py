@@ -4,9 +4,11 @@ The bulk is the seeded mutation loop of tools/fuzz_protocol.py (bit flips, inter
 bytes, truncation, insertion, deletion, duplication, length-field corruption, splicing,
 random bytes) over kio-encoded and golden frames, fed to FrameReader, the request and
 response header parsers, produce_acks, walk (the seed's plan and any other), rewrite
-(a frame that walked must still walk after its rewrite, with the new addresses) and
-clamp_api_versions. On top of it, two systematic passes: every prefix of every seed
-against its plan, and random bytes against every plan.
+(a frame that walked must still walk after its rewrite, with the new addresses), the
+response scans and the streamed Fetch skim (what they let pass unwalked, the walker
+finds nothing in: tools/fuzz_skips.py) and clamp_api_versions. On top of it, two
+systematic passes: every prefix of every seed against its plan, and random bytes
+against every plan.
 
 Case counts: with HYPOTHESIS_PROFILE=ci, 120,000 mutation cases plus about 80,000
 systematic ones; otherwise (dev) 20,000 plus the systematic ones. No case may take more

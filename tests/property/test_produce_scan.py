@@ -40,10 +40,10 @@ from tests.property.scan_support import (
     changed_bytes,
     one_byte_changes,
     scanned,
-    walk_finds_nothing,
     with_first_partition,
 )
 from tests.property.scan_support import spoilers as scan_spoilers
+from tests.walk_oracle import walk_finds_nothing
 
 PRODUCE = 0
 VERSIONS = [v for v in range(3, 14) if kio_message_class(PRODUCE, v, "response") is not None]

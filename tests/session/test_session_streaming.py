@@ -327,6 +327,23 @@ def test_a_response_that_runs_out_closes_the_upstream_side() -> None:
     assert step.to_client == []
 
 
+def test_a_length_below_null_is_refused_as_the_walker_refuses_it() -> None:
+    """A streamed body the skim calls plain is not walked, so the skim refuses what the
+    walker refuses: here a topic name of length -2 (0xFFFE), its characters removed, so
+    that what follows still reads as a plain message when the length is taken as none
+    (found by tools/fuzz_protocol.py)."""
+    s, _ = streaming_session()
+    client(s, fetch_request(11, 5))
+    frame = encode_response_frame(fetch_response(11, RECORDS), 5)
+    name = 4 + 4 + 4 + 2 + 4 + 4  # size, header, throttle, error, session, topics count
+    assert frame[name : name + 8] == b"\x00\x06orders"
+    body = frame[4:name] + b"\xff\xfe" + frame[name + 8 :]
+    data = len(body).to_bytes(4, "big") + body
+    step = s.upstream_bytes(data[:200], LATER)  # streamed: larger than STREAM_AFTER
+    assert step.close is not None and step.close.side == "upstream"
+    assert step.to_client == []
+
+
 def test_a_response_kproxy_does_not_walk_is_passed_on_as_it_comes() -> None:
     s, _ = streaming_session()
     client(s, request_with(9, 8, 9, b"\x00"))  # OffsetFetch v8
