@@ -47,6 +47,7 @@ if str(ROOT) not in sys.path:
 from kproxy.protocol.api_versions import clamp_api_versions  # noqa: E402
 from kproxy.protocol.apis import FETCH  # noqa: E402
 from kproxy.protocol.errors import ProtocolError  # noqa: E402
+from kproxy.protocol.found import WalkResult  # noqa: E402
 from kproxy.protocol.frames import FrameReader, FrameStart  # noqa: E402
 from kproxy.protocol.headers import parse_request_header, parse_response_header  # noqa: E402
 from kproxy.protocol.requests import produce_acks  # noqa: E402
@@ -129,12 +130,15 @@ def _mapping(rng: random.Random) -> Callable[[Endpoint], tuple[str, int] | None]
     return mapping
 
 
-def _walk_and_rewrite(frame: memoryview, offset: int, key: PlanKey, rng: random.Random) -> None:
+def _walk_and_rewrite(
+    frame: memoryview, offset: int, key: PlanKey, rng: random.Random
+) -> WalkResult | None:
+    """The frame's walk (None: refused), after its rewrite was checked."""
     api_key, is_request, version = key
     try:
         found = walk(frame, offset, api_key, version, is_request)
     except ProtocolError:
-        return
+        return None
     assert offset <= found.end <= len(frame), (found.end, len(frame))
     mapping = _mapping(rng)
     result = rewrite(frame, found.endpoints, mapping)
@@ -156,18 +160,22 @@ def _walk_and_rewrite(frame: memoryview, offset: int, key: PlanKey, rng: random.
             assert new_ep.host == "" and new_ep.port in (-1, 0), (old_ep, new_ep)
         else:
             assert (new_ep.host, new_ep.port) == target, (old_ep, new_ep, target)
+    return found
 
 
-def _check_skips(frame: bytes, offset: int, key: PlanKey, rng: random.Random) -> None:
+def _check_skips(
+    frame: bytes, offset: int, key: PlanKey, rng: random.Random, found: WalkResult | None
+) -> None:
     """The response skip tests (tools/fuzz_skips.py): the scan over the whole body or a
-    random first part of it, and a Fetch response's skim over random splits."""
+    random first part of it, and a Fetch response's skim over random splits, against
+    `found`, the frame's walk."""
     api_key, _, version = key
     stop = len(frame)
     if rng.random() < 0.2 and 0 <= offset <= stop:
         stop = rng.randint(offset, stop)
     check_scan(frame, offset, stop, api_key, version)
     if api_key == FETCH:
-        check_skim(frame, offset, version, _splits(rng, frame[offset:]))
+        check_skim(frame, offset, version, _splits(rng, frame[offset:]), found)
 
 
 def exercise(data: bytes, key: PlanKey, rng: random.Random) -> None:
@@ -210,11 +218,11 @@ def exercise(data: bytes, key: PlanKey, rng: random.Random) -> None:
                 _corr, offset = parse_response_header(frame, 1 if rng.random() < 0.5 else 0)
             except ProtocolError:
                 offset = 4
-        _walk_and_rewrite(frame, offset, key, rng)
+        found = _walk_and_rewrite(frame, offset, key, rng)
         other = PLAN_KEYS[rng.randrange(len(PLAN_KEYS))]
         _walk_and_rewrite(frame, min(offset, rng.choice((offset, 4, 5))), other, rng)
         if not key[1]:
-            _check_skips(bytes(frame), offset, key, rng)
+            _check_skips(bytes(frame), offset, key, rng, found)
         with contextlib.suppress(ProtocolError):
             clamp_api_versions(frame, 4 if rng.random() < 0.8 else 5, rng.randrange(6))
 

@@ -50,17 +50,16 @@ def check_scan(frame: bytes, body: int, stop: int, api_key: int, version: int) -
         _finds_nothing(frame[:stop], body, api_key, version, "the scan")
 
 
-def check_skim(frame: bytes, body: int, version: int, pieces: Iterable[bytes]) -> None:
+def check_skim(
+    frame: bytes, body: int, version: int, pieces: Iterable[bytes], whole: WalkResult | None
+) -> None:
     """A Fetch response body fed to a skim in `pieces` (its bytes from `body` on), as
     the stream forwards them: a piece inside a record set is passed over unread when it
-    can be, as `StreamedResponse.passes` does."""
+    can be, as `StreamedResponse.passes` does. `whole` is the walk of the frame (None:
+    the walker refused it), which the fuzzer has made already."""
     plan = plan_for(FETCH, False, version)
     if plan is None or body > len(frame):
         return
-    try:
-        whole: WalkResult | None = walk(memoryview(frame), body, FETCH, version, False)
-    except ProtocolError:
-        whole = None
     skim = ResponseSkim(plan, frame[:body])
     try:
         for n, piece in enumerate(pieces):
