@@ -297,8 +297,10 @@ def test_killed_leader_is_replaced_through_kproxy(
     # The old leader comes back as a follower and catches up, through kproxy.
     quorum.start_node(old_leader)
 
+    others = [n for n in VOTERS if n != old_leader]  # not the one starting again
+
     def follower_caught_up() -> bool:
-        text = quorum.metadata_quorum("describe", "--replication")
+        text = quorum.metadata_quorum("describe", "--replication", asking=others)
         row = next((li for li in text.splitlines() if li.split()[:1] == [str(old_leader)]), "")
         return "Follower" in row and row.split()[3] == "0"
 
@@ -320,18 +322,21 @@ def test_add_and_remove_a_controller_through_kproxy(
     send UpdateRaftVoter over and over). Then `remove-controller`."""
     spare = quorum.nodes[SPARE]
     quorum.start_node(SPARE)
+    # The tool asks the three voters only: the spare, just started, would refuse it.
 
     def observing() -> bool:
-        return f'"id": {SPARE}' in quorum.metadata_quorum("describe", "--status")
+        return f'"id": {SPARE}' in quorum.metadata_quorum("describe", "--status", asking=VOTERS)
 
     wait_until(observing, 90, interval=1, what=f"controller {SPARE} following as an observer")
-    quorum.metadata_quorum("--command-config", str(spare.config_path), "add-controller")
+    quorum.metadata_quorum(
+        "--command-config", str(spare.config_path), "add-controller", asking=VOTERS
+    )
 
     def voter_count(n: int) -> bool:
-        return len(voters(quorum.metadata_quorum("describe", "--status"))) == n
+        return len(voters(quorum.metadata_quorum("describe", "--status", asking=VOTERS))) == n
 
     wait_until(lambda: voter_count(4), 90, interval=1, what="four voters")
-    status = quorum.metadata_quorum("describe", "--status")
+    status = quorum.metadata_quorum("describe", "--status", asking=VOTERS)
     assert voters(status)[SPARE] == [f"CONTROLLER://{quorum.kproxy_controller(SPARE)}"]
     assert_only_kproxy_addresses(status, quorum, kproxy)
 
@@ -345,7 +350,10 @@ def test_add_and_remove_a_controller_through_kproxy(
     # A quiet minute: waiting for an UpdateRaftVoter must time out.
     with pytest.raises(TimeoutError):
         wait_until(update_sent, 60, interval=2, what="an UpdateRaftVoter")
-    assert voters(quorum.metadata_quorum("describe", "--status"))[SPARE] == voters(status)[SPARE]
+    assert (
+        voters(quorum.metadata_quorum("describe", "--status", asking=VOTERS))[SPARE]
+        == voters(status)[SPARE]
+    )
 
     quorum.metadata_quorum(
         "remove-controller",
@@ -353,10 +361,13 @@ def test_add_and_remove_a_controller_through_kproxy(
         str(SPARE),
         "--controller-directory-id",
         spare.directory_id,
+        asking=VOTERS,
     )
     wait_until(lambda: voter_count(3), 90, interval=1, what="three voters again")
     quorum.stop_node(SPARE)
-    assert sorted(voters(quorum.metadata_quorum("describe", "--status"))) == list(VOTERS)
+    assert sorted(voters(quorum.metadata_quorum("describe", "--status", asking=VOTERS))) == list(
+        VOTERS
+    )
 
 
 def test_no_record_lost_through_all_of_it(traffic: Traffic) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,7 +113,8 @@ class QuorumCluster:
 
     @property
     def controller_bootstrap(self) -> str:
-        """kproxy's ports of the initial voters: all any node or tool is told."""
+        """kproxy's ports of every controller, the spare's too: all any node or tool is
+        told."""
         return ",".join(self.kproxy_controller(n.node_id) for n in self.controllers())
 
     def real_controller(self, node_id: int) -> str:
@@ -271,10 +272,18 @@ class QuorumCluster:
             ignore=(OSError, KeyError),
         )
 
-    def metadata_quorum(self, *args: str, server: str | None = None) -> str:
+    def metadata_quorum(
+        self, *args: str, server: str | None = None, asking: Sequence[int] = ()
+    ) -> str:
         """``kafka-metadata-quorum --bootstrap-controller <kproxy's controller ports> ...``
-        (or ``--bootstrap-server <server>``, through a broker): its output."""
+        (or ``--bootstrap-server <server>``, through a broker): its output. ``asking``:
+        only these controllers' ports. A controller just started answers the tool with
+        "Direct-to-controller communication is not supported with the current
+        MetadataVersion" until it has read the metadata log's feature level, and the tool
+        takes that as fatal, wherever in its bootstrap list that controller stands."""
         where = ["--bootstrap-controller", self.controller_bootstrap]
+        if asking:
+            where = ["--bootstrap-controller", ",".join(map(self.kproxy_controller, asking))]
         if server is not None:
             where = ["--bootstrap-server", server]
         return run_java_tool(MAIN_METADATA_QUORUM, *where, *args, lib=self.lib, timeout=90).stdout
