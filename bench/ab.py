@@ -37,6 +37,7 @@ import yaml
 from bench.ab_tables import (
     object_lines,
     paired_lines,
+    run_queue_lines,
     stability_lines,
     summary_lines,
     syscall_lines,
@@ -313,6 +314,7 @@ def main_ab(args: argparse.Namespace) -> int:
         print(line)
     print(f"CPU taken by the host (steal) per run: {run_steal(results, args.workload)}")
     _print_table(wakeup_lines(results, args.workload))
+    _print_table(run_queue_lines(results, args.workload))
     _print_table(stability_lines(results))
     if args.syscalls:
         _print_table(syscall_lines(results, args.workload))

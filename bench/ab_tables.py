@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.results_file import KPROXY_PATHS as TARGET_PATHS
-from bench.results_file import per_message, per_wakeup, rounds_of, series
+from bench.results_file import per_message, per_wakeup, quotients, rounds_of, series
 from bench.stats import ratio_summary, summarize
 
 KPROXY_PATHS = (*TARGET_PATHS, "kproxy-base")  # the targets' kproxy paths and the baseline
@@ -73,23 +73,50 @@ def stability_lines(results: dict[str, Any]) -> list[str]:
 
 def wakeup_lines(results: dict[str, Any], workload: str) -> list[str]:
     """Each proxy's wakeups (voluntary context switches: sleeps in epoll_wait, mostly)
-    and preemptions per message moved, and its CPU and user time per wakeup, medians
-    over the rounds. Two proxies that wake as often differ per wakeup: what each does
-    with the caches it finds there (docs/performance.md, "Wakeups"). None
-    without a run that counted them."""
+    and preemptions per message moved, and its CPU, user time and run-queue wait per
+    wakeup, medians over the rounds. Two proxies that wake as often differ per wakeup:
+    what each does with the caches it finds there, and how long it waits for a core
+    before it runs (docs/performance.md, "Wakeups"). None without a run that counted
+    them."""
     wl = results["workloads"][workload]
     runs, rounds = wl.get("runs", []), rounds_of(results)
     rows = [["path", "wakeups/message", "preemptions/message", "CPU us/wakeup",
-             "user us/wakeup"]]  # fmt: skip
+             "user us/wakeup", "run-queue us/wakeup"]]  # fmt: skip
     for path in results["paths"]:
         wakeups = per_message(runs, path, "wakeups", rounds)
         if path == "direct" or all(w is None for w in wakeups):
             continue
         preempted = per_message(runs, path, "preemptions", rounds)
         row = [path, _span(summarize(wakeups), ".3f"), _span(summarize(preempted), ".3f")]
-        for key in ("cpu_seconds", "cpu_user_seconds"):
+        for key in ("cpu_seconds", "cpu_user_seconds", "run_queue_seconds"):
             row.append(_span(summarize(per_wakeup(runs, path, key, rounds)), ".1f"))
         rows.append(row)
+    return _aligned(rows) if len(rows) > 1 else []
+
+
+def run_queue_lines(results: dict[str, Any], workload: str) -> list[str]:
+    """Who waited for a core, microseconds a message moved (medians over the rounds):
+    the proxy, the client while it was timed, and the broker. A path's round trip holds
+    every wait on it, and on a host of few cores a proxy that keeps a core longer may
+    make the client and the broker wait (docs/performance.md, "Wakeups"). Paired rounds
+    record no client's and no broker's: their paths share both. None without a run that
+    read them."""
+    wl = results["workloads"][workload]
+    runs, rounds = wl.get("runs", []), rounds_of(results)
+    rows = [["path", "proxy run-queue us/message", "client run-queue us/message",
+             "broker run-queue us/message"]]  # fmt: skip
+    for path in results["paths"]:
+        waits = [
+            per_message(runs, path, "run_queue_seconds", rounds),
+            quotients(series(runs, path, "client_run_queue_seconds", rounds),
+                       series(runs, path, "measured_messages", rounds)),
+            quotients(series(runs, path, "run_queue_seconds", rounds, "broker"),
+                       series(runs, path, "messages", rounds)),
+        ]  # fmt: skip
+        cells = [summarize(None if v is None else v * 1e6 for v in w) for w in waits]
+        if all(c["median"] is None for c in cells):
+            continue
+        rows.append([path, *(_span(c, ".2f") for c in cells)])
     return _aligned(rows) if len(rows) > 1 else []
 
 

@@ -39,14 +39,33 @@ def context_switches(pid: int) -> tuple[int, int]:
     return voluntary, involuntary
 
 
+def run_queue_wait(pid: int) -> float:
+    """Seconds the threads of ``pid`` have spent runnable but waiting for a CPU (the
+    second field of each thread's ``/proc/PID/task/TID/schedstat``, in nanoseconds),
+    summed over its live threads.
+
+    A wakeup's round trip is its CPU time plus this wait: on a host whose cores the
+    client and the broker share with the proxy, a proxy woken while both are busy waits
+    its turn, and the client waits with it."""
+    waited_ns = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                waited_ns += int(fh.read().split()[1])
+        except FileNotFoundError:  # the thread exited between listing and reading
+            continue
+    return waited_ns / 1e9
+
+
 class CpuSince:
-    """``pid``'s CPU time and context switches from now on: made before a run, read
-    once it has ended."""
+    """``pid``'s CPU time, context switches and run-queue wait from now on: made before
+    a run, read once it has ended."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.user0, self.system0 = cpu_times(pid)
         self.voluntary0, self.involuntary0 = context_switches(pid)
+        self.waited0 = run_queue_wait(pid)
 
     def spent(self) -> tuple[float, float]:
         """(user, system) seconds ``pid`` has spent since this was made."""
@@ -57,6 +76,10 @@ class CpuSince:
         """(voluntary, involuntary) context switches of ``pid`` since this was made."""
         voluntary, involuntary = context_switches(self.pid)
         return voluntary - self.voluntary0, involuntary - self.involuntary0
+
+    def waited(self) -> float:
+        """Seconds ``pid``'s threads have waited runnable for a CPU since this was made."""
+        return run_queue_wait(self.pid) - self.waited0
 
 
 def cpu_seconds(pid: int) -> float:

@@ -42,7 +42,7 @@ def per_message(
 ) -> list[float | None]:
     """Per round: a proxy's /proc figure ``key`` (CPU seconds, wakeups) over the messages
     the workload moved."""
-    return _quotients(
+    return quotients(
         series(runs, path, key, rounds, "proxy"), series(runs, path, "messages", rounds)
     )
 
@@ -50,13 +50,14 @@ def per_message(
 def per_wakeup(
     runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int
 ) -> list[float | None]:
-    """Per round: a proxy's CPU microseconds (``key``: ``cpu_seconds`` or
-    ``cpu_user_seconds``) over its wakeups (``wakeups``, its voluntary context switches)."""
+    """Per round: a proxy's microseconds of ``key`` (``cpu_seconds``,
+    ``cpu_user_seconds`` or ``run_queue_seconds``) over its wakeups (``wakeups``, its
+    voluntary context switches)."""
     cpu = series(runs, path, key, rounds, "proxy")
-    return _quotients(cpu, series(runs, path, "wakeups", rounds, "proxy"), 1e6)
+    return quotients(cpu, series(runs, path, "wakeups", rounds, "proxy"), 1e6)
 
 
-def _quotients(
+def quotients(
     values: list[float | None], by: list[float | None], scale: float = 1.0
 ) -> list[float | None]:
     """Round by round, ``values`` over ``by`` times ``scale``; None where either is

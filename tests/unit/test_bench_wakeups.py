@@ -1,17 +1,21 @@
 """Wakeups beside a proxy's CPU: its voluntary context switches over a run, every
-thread's, from /proc, and the A/B's table of them per message and CPU per wakeup."""
+thread's, and the time its threads waited runnable for a core, from /proc, and the
+A/B's table of them per message, CPU and run-queue wait per wakeup."""
 
 from __future__ import annotations
 
 import os
 import select
+import subprocess
+import sys
 import threading
+import time
 from typing import Any
 
 from bench import report
-from bench.ab_tables import wakeup_lines
-from bench.procfs import CpuSince, context_switches
-from bench.proxy_meter import ProxyMeter
+from bench.ab_tables import run_queue_lines, wakeup_lines
+from bench.procfs import CpuSince, context_switches, run_queue_wait
+from bench.proxy_meter import BrokerMeter, ProxyMeter
 
 
 class _Process:
@@ -68,6 +72,31 @@ def test_a_process_s_wakeups_are_its_threads_voluntary_switches() -> None:
     assert total_voluntary >= voluntary
 
 
+def test_a_thread_that_shares_its_core_with_busy_processes_waits_on_the_run_queue() -> None:
+    """This thread and two spinning children pinned to one core: each runs a third of
+    the time and waits the rest, so this process's run-queue wait grows about twice as
+    fast as its CPU time (the CPU time itself, read by mistake, would grow as fast)."""
+    core = min(os.sched_getaffinity(0))
+    affinity = os.sched_getaffinity(0)
+    spin = f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True: pass"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    try:
+        os.sched_setaffinity(0, {core})
+        since = CpuSince(os.getpid())
+        started = time.monotonic()
+        while time.monotonic() - started < 0.6:  # runnable all along: any wait is the queue's
+            pass
+        user, system = since.spent()
+        waited = since.waited()
+        assert run_queue_wait(os.getpid()) >= since.waited0 + waited
+    finally:
+        os.sched_setaffinity(0, affinity)
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait(timeout=30)
+    assert waited > 1.3 * (user + system), (waited, user, system)
+
+
 def test_the_meter_records_wakeups_and_preemptions_of_the_run() -> None:
     sleeper = _Sleeper()
     try:
@@ -80,6 +109,7 @@ def test_the_meter_records_wakeups_and_preemptions_of_the_run() -> None:
     assert proxy is not None
     assert proxy["wakeups"] >= 50
     assert proxy["preemptions"] >= 0
+    assert proxy["run_queue_seconds"] >= 0
 
 
 def _run(path: str, r: int, wakeups: int | None, cpu: float) -> dict[str, Any]:
@@ -88,7 +118,8 @@ def _run(path: str, r: int, wakeups: int | None, cpu: float) -> dict[str, Any]:
     if path != "direct":
         record["proxy"] = {"cpu_seconds": cpu, "cpu_user_seconds": cpu / 5}
         if wakeups is not None:
-            record["proxy"].update(wakeups=wakeups, preemptions=wakeups // 100)
+            record["proxy"].update(wakeups=wakeups, preemptions=wakeups // 100,
+                                   run_queue_seconds=cpu / 2)  # fmt: skip
     return record
 
 
@@ -115,11 +146,19 @@ def test_the_table_gives_wakeups_per_message_and_cpu_per_wakeup() -> None:
         for line in wakeup_lines(_results(runs), "w")
     )
     assert header == ["path", "wakeups/message", "preemptions/message", "CPU us/wakeup",
-                      "user us/wakeup"]  # fmt: skip
+                      "user us/wakeup", "run-queue us/wakeup"]  # fmt: skip
     assert haproxy == ["haproxy", "2.500 [2.000-3.000]", "0.025 [0.020-0.030]",
-                       "4.5 [4.0-5.0]", "0.9 [0.8-1.0]"]  # fmt: skip
+                       "4.5 [4.0-5.0]", "0.9 [0.8-1.0]", "2.2 [2.0-2.5]"]  # fmt: skip
     assert kproxy == ["kproxy-uvloop", "2.000 [2.000-2.000]", "0.020 [0.020-0.020]",
-                      "17.5 [15.0-20.0]", "3.5 [3.0-4.0]"]  # fmt: skip
+                      "17.5 [15.0-20.0]", "3.5 [3.0-4.0]", "8.8 [7.5-10.0]"]  # fmt: skip
+
+
+def test_a_record_made_before_run_queue_wait_was_read_shows_none() -> None:
+    runs = [_run("direct", 0, None, 0.0), _run("haproxy", 0, 2000, 0.010)]
+    del runs[1]["proxy"]["run_queue_seconds"]
+    _, haproxy = ([c.strip() for c in line.split("  ") if c.strip()]
+                  for line in wakeup_lines(_results(runs), "w"))  # fmt: skip
+    assert haproxy[-1] == "-"
 
 
 def test_no_wakeups_recorded_no_table() -> None:
@@ -148,3 +187,28 @@ def test_the_results_page_shows_wakeups_per_message_and_cpu_per_wakeup() -> None
 def test_a_record_made_before_wakeups_were_counted_has_no_wakeup_columns() -> None:
     runs = [_run("direct", 0, None, 0.0), _run("haproxy", 0, None, 0.01)]
     assert not any("wakeup" in line for line in report.render_workload(_results(runs), "w"))
+
+
+def test_the_wait_table_gives_proxy_client_and_broker_run_queue_per_message() -> None:
+    runs = []
+    for r, scale in ((0, 1.0), (1, 3.0)):
+        for path in ("direct", "haproxy"):
+            run = _run(path, r, 2000, 0.010)
+            run["result"].update(measured_messages=500, client_run_queue_seconds=0.001 * scale)
+            run["broker"] = {"run_queue_seconds": 0.002 * scale}
+            runs.append(run)
+    runs.append(_run("kproxy-uvloop", 0, None, 0.01))  # none read: no row
+    lines = run_queue_lines(_results(runs), "w")
+    header, direct, haproxy = ([c.strip() for c in line.split("  ") if c.strip()]
+                               for line in lines)  # fmt: skip
+    assert header == ["path", "proxy run-queue us/message", "client run-queue us/message",
+                      "broker run-queue us/message"]  # fmt: skip
+    # The client's over the messages it timed (500), the others' over all 1000.
+    assert direct == ["direct", "-", "4.00 [2.00-6.00]", "4.00 [2.00-6.00]"]
+    assert haproxy == ["haproxy", "5.00 [5.00-5.00]", "4.00 [2.00-6.00]", "4.00 [2.00-6.00]"]
+
+
+def test_the_broker_meter_records_the_broker_s_run_queue_wait() -> None:
+    record = BrokerMeter(os.getpid()).record(1000)
+    assert record is not None
+    assert record["run_queue_seconds"] >= 0
