@@ -322,21 +322,22 @@ def test_add_and_remove_a_controller_through_kproxy(
     send UpdateRaftVoter over and over). Then `remove-controller`."""
     spare = quorum.nodes[SPARE]
     quorum.start_node(SPARE)
-    # The tool asks the three voters only: the spare, just started, would refuse it.
+
+    def ask_voters(*args: str) -> str:
+        # The three voters only: the spare, just started, would refuse the tool.
+        return quorum.metadata_quorum(*args, asking=VOTERS)
 
     def observing() -> bool:
-        return f'"id": {SPARE}' in quorum.metadata_quorum("describe", "--status", asking=VOTERS)
+        return f'"id": {SPARE}' in ask_voters("describe", "--status")
 
     wait_until(observing, 90, interval=1, what=f"controller {SPARE} following as an observer")
-    quorum.metadata_quorum(
-        "--command-config", str(spare.config_path), "add-controller", asking=VOTERS
-    )
+    ask_voters("--command-config", str(spare.config_path), "add-controller")
 
     def voter_count(n: int) -> bool:
-        return len(voters(quorum.metadata_quorum("describe", "--status", asking=VOTERS))) == n
+        return len(voters(ask_voters("describe", "--status"))) == n
 
     wait_until(lambda: voter_count(4), 90, interval=1, what="four voters")
-    status = quorum.metadata_quorum("describe", "--status", asking=VOTERS)
+    status = ask_voters("describe", "--status")
     assert voters(status)[SPARE] == [f"CONTROLLER://{quorum.kproxy_controller(SPARE)}"]
     assert_only_kproxy_addresses(status, quorum, kproxy)
 
@@ -350,24 +351,15 @@ def test_add_and_remove_a_controller_through_kproxy(
     # A quiet minute: waiting for an UpdateRaftVoter must time out.
     with pytest.raises(TimeoutError):
         wait_until(update_sent, 60, interval=2, what="an UpdateRaftVoter")
-    assert (
-        voters(quorum.metadata_quorum("describe", "--status", asking=VOTERS))[SPARE]
-        == voters(status)[SPARE]
-    )
+    assert voters(ask_voters("describe", "--status"))[SPARE] == voters(status)[SPARE]
 
-    quorum.metadata_quorum(
-        "remove-controller",
-        "--controller-id",
-        str(SPARE),
-        "--controller-directory-id",
-        spare.directory_id,
-        asking=VOTERS,
-    )
+    ask_voters(
+        "remove-controller", "--controller-id", str(SPARE),
+        "--controller-directory-id", spare.directory_id,
+    )  # fmt: skip
     wait_until(lambda: voter_count(3), 90, interval=1, what="three voters again")
     quorum.stop_node(SPARE)
-    assert sorted(voters(quorum.metadata_quorum("describe", "--status", asking=VOTERS))) == list(
-        VOTERS
-    )
+    assert sorted(voters(ask_voters("describe", "--status"))) == list(VOTERS)
 
 
 def test_no_record_lost_through_all_of_it(traffic: Traffic) -> None:

@@ -281,6 +281,8 @@ class QuorumCluster:
         "Direct-to-controller communication is not supported with the current
         MetadataVersion" until it has read the metadata log's feature level, and the tool
         takes that as fatal, wherever in its bootstrap list that controller stands."""
+        if server is not None and asking:
+            raise ValueError("ask through a broker (server) or controllers (asking), not both")
         where = ["--bootstrap-controller", self.controller_bootstrap]
         if asking:
             where = ["--bootstrap-controller", ",".join(map(self.kproxy_controller, asking))]
