@@ -161,6 +161,10 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
     with_wakeups = any(c["proxy:wakeups_per_message"]["n"] for c in summary.values())
     if with_wakeups:
         header += ["proxy wakeups/msg", "proxy CPU us/wakeup"]
+    # Nor before it read their wait for a core.
+    with_waits = any(c["proxy:run_queue_us_per_wakeup"]["n"] for c in summary.values())
+    if with_waits:
+        header.append("proxy run-queue us/wakeup")
     rows = []
     notes: list[str] = []
     for path, cells in summary.items():
@@ -181,6 +185,8 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
         if with_wakeups:
             row.append(fmt_summary(cells["proxy:wakeups_per_message"]))
             row.append(fmt_summary(cells["proxy:cpu_us_per_wakeup"]))
+        if with_waits:
+            row.append(fmt_summary(cells["proxy:run_queue_us_per_wakeup"]))
         rows.append(row)
         for err in cells["errors"]:
             notes.append(f"{path}: a run failed: {err}")

@@ -103,6 +103,9 @@ def workload_summary(results: dict[str, Any], name: str) -> dict[str, dict[str, 
                 cells[f"{section}:{key}"] = summarize(series(runs, path, key, rounds, section))
         cells["proxy:wakeups_per_message"] = summarize(per_message(runs, path, "wakeups", rounds))
         cells["proxy:cpu_us_per_wakeup"] = summarize(per_wakeup(runs, path, "cpu_seconds", rounds))
+        cells["proxy:run_queue_us_per_wakeup"] = summarize(
+            per_wakeup(runs, path, "run_queue_seconds", rounds)
+        )
         cells["errors"] = run_errors(runs, path)
         out[path] = cells
     return out

@@ -177,11 +177,21 @@ def test_the_results_page_shows_wakeups_per_message_and_cpu_per_wakeup() -> None
     ]
     lines = report.render_workload(_results(runs), "w")
     header = next(line for line in lines if line.startswith("| path"))
-    assert header.endswith("| proxy wakeups/msg | proxy CPU us/wakeup |"), header
+    assert header.endswith(
+        "| proxy wakeups/msg | proxy CPU us/wakeup | proxy run-queue us/wakeup |"
+    ), header
     rows = {line.split(" | ")[0][2:]: line for line in lines if line.startswith("| ")}
-    assert rows["direct"].endswith("| - | - |")
-    assert rows["haproxy"].endswith("| 2.50 [2.00-3.00] | 4.50 [4.00-5.00] |")
-    assert rows["kproxy-uvloop"].endswith("| 2.00 | 17.5 [15.0-20.0] |")
+    assert rows["direct"].endswith("| - | - | - |")
+    assert rows["haproxy"].endswith("| 2.50 [2.00-3.00] | 4.50 [4.00-5.00] | 2.25 [2.00-2.50] |")
+    assert rows["kproxy-uvloop"].endswith("| 2.00 | 17.5 [15.0-20.0] | 8.75 [7.50-10.0] |")
+
+
+def test_a_record_made_before_run_queue_wait_was_read_has_no_wait_column() -> None:
+    runs = [_run("direct", 0, None, 0.0), _run("haproxy", 0, 2000, 0.01)]
+    del runs[1]["proxy"]["run_queue_seconds"]
+    lines = report.render_workload(_results(runs), "w")
+    header = next(line for line in lines if line.startswith("| path"))
+    assert header.endswith("| proxy CPU us/wakeup |"), header
 
 
 def test_a_record_made_before_wakeups_were_counted_has_no_wakeup_columns() -> None:
