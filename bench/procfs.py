@@ -39,14 +39,21 @@ def context_switches(pid: int) -> tuple[int, int]:
     return voluntary, involuntary
 
 
-def run_queue_wait(pid: int) -> float:
+#: Whether this kernel keeps scheduler statistics per task (CONFIG_SCHED_INFO).
+HAS_SCHEDSTAT = os.path.exists("/proc/self/schedstat")
+
+
+def run_queue_wait(pid: int) -> float | None:
     """Seconds the threads of ``pid`` have spent runnable but waiting for a CPU (the
     second field of each thread's ``/proc/PID/task/TID/schedstat``, in nanoseconds),
-    summed over its live threads.
+    summed over its live threads; None on a kernel that keeps no such figure (a gap in
+    the tables, never a zero).
 
     A wakeup's round trip is its CPU time plus this wait: on a host whose cores the
     client and the broker share with the proxy, a proxy woken while both are busy waits
     its turn, and the client waits with it."""
+    if not HAS_SCHEDSTAT:
+        return None
     waited_ns = 0
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -77,9 +84,11 @@ class CpuSince:
         voluntary, involuntary = context_switches(self.pid)
         return voluntary - self.voluntary0, involuntary - self.involuntary0
 
-    def waited(self) -> float:
-        """Seconds ``pid``'s threads have waited runnable for a CPU since this was made."""
-        return run_queue_wait(self.pid) - self.waited0
+    def waited(self) -> float | None:
+        """Seconds ``pid``'s threads have waited runnable for a CPU since this was made
+        (None without scheduler statistics)."""
+        now = run_queue_wait(self.pid)
+        return None if now is None or self.waited0 is None else now - self.waited0
 
 
 def cpu_seconds(pid: int) -> float:

@@ -44,7 +44,7 @@ class ProxyMeter:
             "wakeups": wakeups,
             "preemptions": preemptions,
             # Runnable but not running: time a wakeup waited for a core (schedstat).
-            "run_queue_seconds": round(waited, 4),
+            "run_queue_seconds": waited,
             "rss_before_mb": round(self.rss0_kb / 1024, 1),
             "rss_mb": round(mem.get("VmRSS", 0) / 1024, 1),
             "peak_rss_mb": round(mem.get("VmHWM", 0) / 1024, 1),
@@ -95,5 +95,5 @@ class BrokerMeter:
             "cpu_seconds": round(cpu, 3),
             "cpu_user_seconds": round(user, 3),
             "cpu_us_per_message": round(cpu / messages * 1e6, 3) if messages else None,
-            "run_queue_seconds": round(waited, 4),  # its threads' wait for a core
+            "run_queue_seconds": waited,  # its threads' wait for a core
         }

@@ -33,7 +33,7 @@ import time
 import uuid
 from typing import Any
 
-from bench.procfs import run_queue_wait
+from bench.procfs import CpuSince
 from bench.stats import percentile
 
 QUIET = {"log_level": 3}
@@ -127,7 +127,8 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
     nbytes = 0
     first_batch = 0
     first_bytes = 0
-    started = waited0 = 0.0
+    started = 0.0
+    timed: CpuSince | None = None
     deadline = time.monotonic() + args.timeout
     consume_ = consumer.consume
     while got < args.count:
@@ -144,12 +145,12 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
         got += len(batch)
         if not started:
             started = time.perf_counter()
-            waited0 = run_queue_wait(os.getpid())
+            timed = CpuSince(os.getpid())
             first_batch = got
             first_bytes = nbytes
     seconds = time.perf_counter() - started
     # This client's threads' wait for a core while it was timed (librdkafka's included).
-    waited = run_queue_wait(os.getpid()) - waited0
+    waited = timed.waited() if timed is not None else None
     consumer.close()
     measured = got - first_batch
     mbytes = nbytes - first_bytes
@@ -160,7 +161,7 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": seconds,
         "msg_per_s": steady_rate(measured, seconds),
         "mb_per_s": steady_rate(mbytes / 1e6, seconds),
-        "client_run_queue_seconds": round(waited, 4),
+        "client_run_queue_seconds": waited,
     }
 
 

@@ -12,7 +12,9 @@ import threading
 import time
 from typing import Any
 
-from bench import report
+import pytest
+
+from bench import procfs, report
 from bench.ab_tables import run_queue_lines, wakeup_lines
 from bench.procfs import CpuSince, context_switches, run_queue_wait
 from bench.proxy_meter import BrokerMeter, ProxyMeter
@@ -88,13 +90,24 @@ def test_a_thread_that_shares_its_core_with_busy_processes_waits_on_the_run_queu
             pass
         user, system = since.spent()
         waited = since.waited()
-        assert run_queue_wait(os.getpid()) >= since.waited0 + waited
+        assert waited is not None and since.waited0 is not None
+        now = run_queue_wait(os.getpid())
+        assert now is not None and now >= since.waited0 + waited
     finally:
         os.sched_setaffinity(0, affinity)
         for spinner in spinners:
             spinner.kill()
             spinner.wait(timeout=30)
     assert waited > 1.3 * (user + system), (waited, user, system)
+
+
+def test_a_kernel_without_scheduler_statistics_gives_no_wait_not_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(procfs, "HAS_SCHEDSTAT", False)
+    assert run_queue_wait(os.getpid()) is None
+    assert CpuSince(os.getpid()).waited() is None
+    assert BrokerMeter(os.getpid()).record(1000)["run_queue_seconds"] is None  # type: ignore[index]
 
 
 def test_the_meter_records_wakeups_and_preemptions_of_the_run() -> None:
