@@ -110,8 +110,7 @@ def run_queue_lines(results: dict[str, Any], workload: str) -> list[str]:
             per_message(runs, path, "run_queue_seconds", rounds),
             quotients(series(runs, path, "client_run_queue_seconds", rounds),
                        series(runs, path, "measured_messages", rounds)),
-            quotients(series(runs, path, "run_queue_seconds", rounds, "broker"),
-                       series(runs, path, "messages", rounds)),
+            per_message(runs, path, "run_queue_seconds", rounds, "broker"),
         ]  # fmt: skip
         cells = [summarize(None if v is None else v * 1e6 for v in w) for w in waits]
         if all(c["median"] is None for c in cells):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -17,25 +18,32 @@ def cpu_times(pid: int) -> tuple[float, float]:
     return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
 
 
+def _thread_files(pid: int, name: str) -> Iterator[str]:
+    """The text of ``/proc/PID/task/TID/<name>`` for each live thread of ``pid``. A
+    thread that exits between the listing and the read is passed over, so a sum over
+    them is the live threads' (a proxy's threads live as long as it does)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/{name}") as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            continue
+        yield text
+
+
 def context_switches(pid: int) -> tuple[int, int]:
     """(voluntary, involuntary) context switches of ``pid``, summed over its threads.
 
     A voluntary switch is a thread going to sleep, on a proxy mostly in epoll_wait: each
     is a wakeup to come, and with it caches that other processes used meanwhile. An
-    involuntary one is a thread preempted while it had work. A thread that has exited
-    is no longer counted, so a figure is a process's live threads' (a proxy's threads
-    live as long as it does)."""
+    involuntary one is a thread preempted while it had work."""
     voluntary = involuntary = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/status") as fh:
-                for line in fh:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        voluntary += int(line.split()[1])
-                    elif line.startswith("nonvoluntary_ctxt_switches:"):
-                        involuntary += int(line.split()[1])
-        except FileNotFoundError:  # the thread exited between listing and reading
-            continue
+    for status in _thread_files(pid, "status"):
+        for line in status.splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                voluntary += int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches:"):
+                involuntary += int(line.split()[1])
     return voluntary, involuntary
 
 
@@ -54,13 +62,7 @@ def run_queue_wait(pid: int) -> float | None:
     its turn, and the client waits with it."""
     if not HAS_SCHEDSTAT:
         return None
-    waited_ns = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
-                waited_ns += int(fh.read().split()[1])
-        except FileNotFoundError:  # the thread exited between listing and reading
-            continue
+    waited_ns = sum(int(text.split()[1]) for text in _thread_files(pid, "schedstat"))
     return waited_ns / 1e9
 
 

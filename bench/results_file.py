@@ -38,12 +38,12 @@ def series(
 
 
 def per_message(
-    runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int
+    runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int, section: str = "proxy"
 ) -> list[float | None]:
-    """Per round: a proxy's /proc figure ``key`` (CPU seconds, wakeups) over the messages
-    the workload moved."""
+    """Per round: a proxy's /proc figure ``key`` (CPU seconds, wakeups), or the broker's
+    (``section`` "broker"), over the messages the workload moved."""
     return quotients(
-        series(runs, path, key, rounds, "proxy"), series(runs, path, "messages", rounds)
+        series(runs, path, key, rounds, section), series(runs, path, "messages", rounds)
     )
 
 

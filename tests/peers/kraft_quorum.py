@@ -283,11 +283,12 @@ class QuorumCluster:
         takes that as fatal, wherever in its bootstrap list that controller stands."""
         if server is not None and asking:
             raise ValueError("ask through a broker (server) or controllers (asking), not both")
-        where = ["--bootstrap-controller", self.controller_bootstrap]
-        if asking:
-            where = ["--bootstrap-controller", ",".join(map(self.kproxy_controller, asking))]
         if server is not None:
             where = ["--bootstrap-server", server]
+        elif asking:
+            where = ["--bootstrap-controller", ",".join(map(self.kproxy_controller, asking))]
+        else:
+            where = ["--bootstrap-controller", self.controller_bootstrap]
         return run_java_tool(MAIN_METADATA_QUORUM, *where, *args, lib=self.lib, timeout=90).stdout
 
     def story(self, lines_per_node: int = 10) -> str:
