@@ -45,6 +45,7 @@ from bench.ab_tables import (
 )
 from bench.results_file import COMPILED_PATHS
 from bench.steal import run_steal
+from bench.wakeup_cost import wakeup_words
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRED_HELP = (
@@ -313,6 +314,11 @@ def main_ab(args: argparse.Namespace) -> int:
     for line in summary_lines(results, args.workload):
         print(line)
     print(f"CPU taken by the host (steal) per run: {run_steal(results, args.workload)}")
+    machine = results["machine"]
+    print(
+        "A wakeup across cores / within one: "
+        + wakeup_words(machine.get("wakeup"), machine.get("wakeup_end"))
+    )
     _print_table(wakeup_lines(results, args.workload))
     _print_table(run_queue_lines(results, args.workload))
     _print_table(stability_lines(results))

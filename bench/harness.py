@@ -46,6 +46,7 @@ from bench.upstreams import (
     Upstream,
     prefill,
 )
+from bench.wakeup_cost import wakeup_cost
 
 # Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
 RESTARTED_WITH_BROKER = ("tansu-proxy",)
@@ -109,7 +110,7 @@ class Harness:
                 "started": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(self.started)),
                 "workdir": str(self.workdir),
             },
-            "machine": machine_info(),
+            "machine": {**machine_info(), "wakeup": wakeup_cost()},
             "versions": {},
             "paths": {p: {"description": PATH_DESCRIPTIONS[p], "status": {}} for p in self.paths},
             "upstreams": {},
@@ -159,6 +160,7 @@ class Harness:
             # An interrupted run's partial results say when it stopped, too.
             self.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
             self.results["machine"]["load_average_end"] = list(os.getloadavg())
+            self.results["machine"]["wakeup_end"] = wakeup_cost()
         self.save()
         return self.results
 

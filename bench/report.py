@@ -16,6 +16,7 @@ from typing import Any
 from bench.results_file import KPROXY_PATHS, path_status, rounds_of, series, workload_summary
 from bench.stats import ORDER, summarize
 from bench.steal import run_steal
+from bench.wakeup_cost import wakeup_words
 
 #: The path the targets are judged on (kproxy's default event loop).
 KPROXY = "kproxy-uvloop"
@@ -293,6 +294,8 @@ def render_markdown(
         ["load average at start / end",
          f"{', '.join(f'{x:.2f}' for x in load)} / {', '.join(f'{x:.2f}' for x in load_end)}"],
         ["CPU taken by the host (steal) per run", run_steal(results)],
+        ["a wakeup across cores / within one (bench/wakeup_cost.py)",
+         wakeup_words(machine.get("wakeup"), machine.get("wakeup_end"))],
     ]  # fmt: skip
     rows += [[name, str(v) if v is not None else "not installed"] for name, v in versions.items()]
     lines += _table(["", ""], rows)

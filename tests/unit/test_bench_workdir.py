@@ -88,3 +88,5 @@ def test_an_interrupted_run_says_when_it_stopped(
     meta = h.results["meta"]
     assert meta["finished"] >= meta["started"]
     assert len(h.results["machine"]["load_average_end"]) == 3
+    # The machine's cost of a wakeup, read again as the run stops (bench/wakeup_cost.py).
+    assert set(h.results["machine"]["wakeup_end"]) == set(h.results["machine"]["wakeup"])
