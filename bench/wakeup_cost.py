@@ -82,6 +82,7 @@ def ping_pong(
 
 
 def halt_poll_ns(setting: Path = HALT_POLL) -> int | None:
+    """The guest's halt polling in ns; None where the kernel has no such setting."""
     try:
         return int(setting.read_text().strip())
     except (OSError, ValueError):
@@ -89,7 +90,7 @@ def halt_poll_ns(setting: Path = HALT_POLL) -> int | None:
 
 
 def wakeup_cost(round_trips: int = 2000, repeats: int = 3) -> WakeupCost:
-    """The probe on the first two cores this process may run on (about 0.5 s here)."""
+    """The probe on the first two cores this process may run on (about 0.3 s here)."""
     cores = sorted(os.sched_getaffinity(0))
 
     def per_wakeup(child_core: int) -> float | None:
@@ -106,20 +107,34 @@ def wakeup_cost(round_trips: int = 2000, repeats: int = 3) -> WakeupCost:
     }
 
 
+def cost_words(cost: WakeupCost | None) -> str:
+    """One probe's two figures, "20.1 / 3.0 us" ("-" for a figure not measured)."""
+    if cost is None:
+        return "-"
+
+    def us(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    return f"{us(cost['across_cores_us'])} / {us(cost['same_core_us'])} us"
+
+
 def wakeup_words(start: WakeupCost | None, end: WakeupCost | None) -> str:
     """A run's probes as the results page and the A/B print them."""
-
-    def one(cost: WakeupCost | None) -> str:
-        if cost is None:
-            return "-"
-
-        def us(value: float | None) -> str:
-            return "-" if value is None else f"{value:.1f}"
-
-        return f"{us(cost['across_cores_us'])} / {us(cost['same_core_us'])} us"
-
     if start is None and end is None:
         return "-"
     poll = next((c["halt_poll_ns"] for c in (start, end) if c is not None), None)
     polling = "" if poll is None else f" (an idle vCPU polls {poll} ns before it halts)"
-    return f"{one(start)} at start, {one(end)} at end{polling}"
+    return f"{cost_words(start)} at start, {cost_words(end)} at end{polling}"
+
+
+def main() -> None:
+    """`python -m bench.wakeup_cost`: this host's figures, as an operator checks a host
+    before sizing kproxy on it (docs/operations.md, "Sizing")."""
+    cost = wakeup_cost()
+    poll = cost["halt_poll_ns"]
+    print(f"a wakeup across cores / within one: {cost_words(cost)}")
+    print("an idle vCPU's halt polling: " + ("-" if poll is None else f"{poll} ns"))
+
+
+if __name__ == "__main__":
+    main()

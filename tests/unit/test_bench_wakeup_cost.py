@@ -82,3 +82,19 @@ def test_the_results_page_states_it() -> None:
     measured = dict(empty, machine={"wakeup": _cost(20.0, 3.0, 0), "wakeup_end": None})
     page = report.render_markdown(measured, png_name=None)
     assert f"{row} 20.0 / 3.0 us at start, - at end (an idle vCPU polls 0 ns" in page
+
+
+def test_an_operator_reads_a_hosts_figures(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m bench.wakeup_cost`, as docs/operations.md ("Sizing") has it run."""
+    monkeypatch.setattr(wakeup_cost, "wakeup_cost", lambda: _cost(21.94, 3.3, 0))
+    wakeup_cost.main()
+    assert capsys.readouterr().out == (
+        "a wakeup across cores / within one: 21.9 / 3.3 us\nan idle vCPU's halt polling: 0 ns\n"
+    )
+    monkeypatch.setattr(wakeup_cost, "wakeup_cost", lambda: _cost(None, 3.0, None))
+    wakeup_cost.main()
+    assert capsys.readouterr().out == (
+        "a wakeup across cores / within one: - / 3.0 us\nan idle vCPU's halt polling: -\n"
+    )
