@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TypedDict
 
 HALT_POLL = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+_CHILD_LEFT = "the probe's child left before it answered"
 
 
 class WakeupCost(TypedDict):
@@ -49,36 +50,47 @@ def ping_pong(
     to_parent_r, to_parent_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: answer each byte, then leave without Python's cleanup
-        status = 0
+        status = 1
         try:
+            os.close(to_child_w)
+            os.close(to_parent_r)
             os.sched_setaffinity(0, {child_core})
-            for _ in range(round_trips + 1):
-                os.read(to_child_r, 1)
+            while os.read(to_child_r, 1):  # b"": the parent is done
                 if partner_busy_s:
                     until = time.perf_counter() + partner_busy_s
                     while time.perf_counter() < until:
                         pass
                 os.write(to_parent_w, b"x")
-        except BaseException:
-            status = 1
+            status = 0
         finally:
             os._exit(status)
+    # Each side holds only its own ends, so that either one leaving ends the other's read.
+    os.close(to_child_r)
+    os.close(to_parent_w)
     try:
         os.sched_setaffinity(0, {parent_core})
         # One exchange first: the child is then pinned and running its loop.
-        os.write(to_child_w, b"x")
-        os.read(to_parent_r, 1)
+        _exchange(to_child_w, to_parent_r)
         start = time.perf_counter()
         for _ in range(round_trips):
             os.write(to_child_w, b"x")
-            os.read(to_parent_r, 1)
+            if not os.read(to_parent_r, 1):
+                raise OSError(_CHILD_LEFT)
         elapsed = time.perf_counter() - start
     finally:
-        for fd in (to_child_r, to_child_w, to_parent_r, to_parent_w):
-            os.close(fd)
+        os.close(to_child_w)
+        os.close(to_parent_r)
         os.waitpid(pid, 0)
         os.sched_setaffinity(0, before)
     return elapsed / round_trips
+
+
+def _exchange(to_child: int, from_child: int) -> None:
+    """One byte there and back. A child that has left (one that could not be pinned to
+    its core, say) gives OSError: a broken pipe, or no answer."""
+    os.write(to_child, b"x")
+    if not os.read(from_child, 1):
+        raise OSError(_CHILD_LEFT)
 
 
 def halt_poll_ns(setting: Path = HALT_POLL) -> int | None:

@@ -98,3 +98,12 @@ def test_an_operator_reads_a_hosts_figures(
     assert capsys.readouterr().out == (
         "a wakeup across cores / within one: - / 3.0 us\nan idle vCPU's halt polling: -\n"
     )
+
+
+def test_a_child_that_cannot_be_pinned_is_an_error_not_a_hang() -> None:
+    """A core this process may not use: the child cannot pin itself and leaves, and the
+    probe says so rather than wait for an answer that never comes."""
+    before = os.sched_getaffinity(0)
+    with pytest.raises(OSError):
+        ping_pong(min(before), max(before) + 4096, 10)
+    assert os.sched_getaffinity(0) == before
