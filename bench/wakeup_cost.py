@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TypedDict
 
 HALT_POLL = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
-_CHILD_LEFT = "the probe's child left before it answered"
 
 
 class WakeupCost(TypedDict):
@@ -73,9 +72,7 @@ def ping_pong(
         _exchange(to_child_w, to_parent_r)
         start = time.perf_counter()
         for _ in range(round_trips):
-            os.write(to_child_w, b"x")
-            if not os.read(to_parent_r, 1):
-                raise OSError(_CHILD_LEFT)
+            _exchange(to_child_w, to_parent_r)
         elapsed = time.perf_counter() - start
     finally:
         os.close(to_child_w)
@@ -90,7 +87,7 @@ def _exchange(to_child: int, from_child: int) -> None:
     its core, say) gives OSError: a broken pipe, or no answer."""
     os.write(to_child, b"x")
     if not os.read(from_child, 1):
-        raise OSError(_CHILD_LEFT)
+        raise OSError("the probe's child left before it answered")
 
 
 def halt_poll_ns(setting: Path = HALT_POLL) -> int | None:
