@@ -4,13 +4,13 @@ Every proxied round trip adds two wakeups to a direct one: the proxy woken by th
 request, and again by the response. On a virtual machine the cost of a wakeup depends
 on where the woken process runs. Woken on a core that is idle, it waits for that core
 to come out of its halt, and a guest's halted vCPU is woken by the hypervisor. This
-costs about 20 us here (a Firecracker guest whose idle cores halt without polling
-first: `haltpoll.guest_halt_poll_ns=0`), against 3 us for a wakeup on the waker's own
-core, and each side of such a ping-pong is charged 14-16 us of system time a round trip
-instead of 2-3. None of it shows as run-queue wait (`/proc/PID/schedstat` counts from
-the enqueue, which happens once the core is up). So a record made on another host, or
-another day, reads differently for reasons no proxy controls, and each run records the
-figure beside the host's steal.
+costs 20-40 us here, by the host (a Firecracker guest whose idle cores halt without
+polling first: `haltpoll.guest_halt_poll_ns=0`), against 3-5 us for a wakeup on the
+waker's own core, and each side of such a ping-pong is charged 14-16 us of system time
+a round trip instead of 2-3. None of it shows as run-queue wait (`/proc/PID/schedstat`
+counts from the enqueue, which happens once the core is up). So a record made on another
+host, or another day, reads differently for reasons no proxy controls, and each run
+records the figure beside the host's steal.
 
 The probe is a ping-pong over two pipes between this process and a forked child, each
 pinned to a core: a round trip is two wakeups, the figure is half of one.
