@@ -77,12 +77,23 @@ def test_a_process_s_wakeups_are_its_threads_voluntary_switches() -> None:
 def test_a_thread_that_shares_its_core_with_busy_processes_waits_on_the_run_queue() -> None:
     """This thread and two spinning children pinned to one core: each runs a third of
     the time and waits the rest, so this process's run-queue wait grows about twice as
-    fast as its CPU time (the CPU time itself, read by mistake, would grow as fast)."""
+    fast as its CPU time (the CPU time itself, read by mistake, would grow as fast).
+    The clock starts only once both children say they spin on that core: a child still
+    starting its interpreter elsewhere takes no share of it."""
     core = min(os.sched_getaffinity(0))
     affinity = os.sched_getaffinity(0)
-    spin = f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True: pass"
-    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    spin = (
+        f"import os, sys\nos.sched_setaffinity(0, {{{core}}})\n"
+        "sys.stdout.write('spinning\\n')\nsys.stdout.flush()\nwhile True: pass"
+    )
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE) for _ in range(2)
+    ]
     try:
+        for spinner in spinners:
+            assert spinner.stdout is not None
+            ready, _, _ = select.select([spinner.stdout], [], [], 60)
+            assert ready and spinner.stdout.readline() == b"spinning\n"
         os.sched_setaffinity(0, {core})
         since = CpuSince(os.getpid())
         started = time.monotonic()
@@ -98,6 +109,8 @@ def test_a_thread_that_shares_its_core_with_busy_processes_waits_on_the_run_queu
         for spinner in spinners:
             spinner.kill()
             spinner.wait(timeout=30)
+            if spinner.stdout is not None:
+                spinner.stdout.close()
     assert waited > 1.3 * (user + system), (waited, user, system)
 
 
