@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.peers.kafka_install import KAFKA_VERSION, ensure_kafka_jars
+from tests.peers.kafka_install import KAFKA_VERSION, OTHER_RELEASES, ensure_kafka_jars
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,7 +23,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tests.peers.kafka_cli",
         description="Fetch Apache Kafka jars for kproxy's tests, or run a local cluster.",
     )
-    parser.add_argument("--version", default=KAFKA_VERSION, help="Kafka version")
+    parser.add_argument(
+        "--version",
+        help=f"Kafka release (default {KAFKA_VERSION}; fetch: every release the tests run)",
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     fetch = sub.add_parser("fetch", help="download the jars into the cache (idempotent)")
     fetch.add_argument("--force", action="store_true", help="download again")
@@ -32,19 +35,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--nodes", type=int, default=3)
     args = parser.parse_args(argv)
 
-    if args.cmd in ("fetch", "lib"):
-        started = time.monotonic()
-        lib = ensure_kafka_jars(args.version, force=getattr(args, "force", False))
-        if args.cmd == "fetch":
+    if args.cmd == "fetch":
+        for version in [args.version] if args.version else [KAFKA_VERSION, *OTHER_RELEASES]:
+            started = time.monotonic()
+            lib = ensure_kafka_jars(version, force=args.force)
             jars = len(list(lib.glob("*.jar")))
-            print(f"Kafka {args.version}: {jars} jars in {lib} ({time.monotonic() - started:.1f}s)")
-        else:
-            print(lib)
+            print(f"Kafka {version}: {jars} jars in {lib} ({time.monotonic() - started:.1f}s)")
+        return 0
+    version = args.version or KAFKA_VERSION
+    if args.cmd == "lib":
+        print(ensure_kafka_jars(version))
         return 0
 
     started = time.monotonic()
-    with KafkaCluster(args.nodes, version=args.version, keep_workdir=True) as cluster:
-        print(f"Kafka {args.version} cluster ready in {time.monotonic() - started:.1f}s")
+    with KafkaCluster(args.nodes, version=version, keep_workdir=True) as cluster:
+        print(f"Kafka {version} cluster ready in {time.monotonic() - started:.1f}s")
         print(f"workdir:            {cluster.workdir}")
         print(f"internal bootstrap: {cluster.internal_bootstrap}")
         print(f"external bootstrap: {cluster.external_bootstrap}")

@@ -22,6 +22,14 @@ from pathlib import Path
 #: on Maven Central when this was written: 4.4.0 had no kafka-tools artifact there).
 KAFKA_VERSION = "4.3.1"
 
+#: The other releases tests/integration/test_kafka_releases.py runs: the last 3.x (the
+#: protocol before KIP-896 removed old versions) and the newest broker.
+OTHER_RELEASES = ("3.9.2", "4.4.0")
+
+#: Releases without a kafka-tools artifact on Maven Central, and the release whose tools
+#: they run (the tools speak to the broker only through the Admin API).
+_TOOLS_FROM = {"4.4.0": "4.3.1"}
+
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 
 MAIN_BROKER = "kafka.Kafka"
@@ -51,15 +59,20 @@ def kafka_home(version: str = KAFKA_VERSION) -> Path:
     return cache_root() / f"kafka-{version}"
 
 
+def tools_version(version: str) -> str:
+    """The kafka-tools release Kafka ``version``'s tools come from."""
+    return _TOOLS_FROM.get(version, version)
+
+
 def _stamp(version: str) -> str:
     digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
-    return f"kafka {version} pom {digest}\n"
+    return f"kafka {version} tools {tools_version(version)} pom {digest}\n"
 
 
 def _required_jars(version: str) -> list[str]:
     return [
         f"kafka_2.13-{version}.jar",
-        f"kafka-tools-{version}.jar",
+        f"kafka-tools-{tools_version(version)}.jar",
         f"kafka-clients-{version}.jar",
         f"kafka-server-{version}.jar",
     ]
@@ -154,7 +167,8 @@ def ensure_kafka_jars(version: str = KAFKA_VERSION, *, force: bool = False) -> P
         if not force and _complete(home, version):
             return lib
         (home / _MARKER).unlink(missing_ok=True)
-        copy_maven_dependencies(POM, lib, {"kafka.version": version}, _required_jars(version))
+        properties = {"kafka.version": version, "kafka.tools.version": tools_version(version)}
+        copy_maven_dependencies(POM, lib, properties, _required_jars(version))
         (home / _MARKER).write_text(_stamp(version))
     return lib
 
@@ -197,6 +211,23 @@ def slf4j_flags(level: str) -> list[str]:
 TOOL_JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 
 
+def java_tool_argv(
+    main_class: str,
+    *args: str,
+    lib: Path | None = None,
+    heap: str = "256m",
+    jvm_args: Sequence[str] = (),
+    log_level: str = "warn",
+) -> list[str]:
+    """How a Kafka tool main class (or a single-file Java program) runs on Kafka's
+    classpath (``lib``, default :func:`ensure_kafka_jars`)."""
+    lib = lib or ensure_kafka_jars()
+    return [
+        java_bin(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+        *slf4j_flags(log_level), *jvm_args, "-cp", f"{lib}/*", main_class, *args,
+    ]  # fmt: skip
+
+
 def run_java_tool(
     main_class: str,
     *args: str,
@@ -210,11 +241,9 @@ def run_java_tool(
     """Run a Kafka tool main class (``org.apache.kafka.tools.ProducerPerformance`` ...)
     on Kafka's classpath (``lib``, default :func:`ensure_kafka_jars`); output captured as
     text. ``check`` raises with the output on a non-zero exit."""
-    lib = lib or ensure_kafka_jars()
-    argv = [
-        java_bin(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-        *slf4j_flags(log_level), *jvm_args, "-cp", f"{lib}/*", main_class, *args,
-    ]  # fmt: skip
+    argv = java_tool_argv(
+        main_class, *args, lib=lib, heap=heap, jvm_args=jvm_args, log_level=log_level
+    )
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout, env=java_env(),
         stdin=subprocess.DEVNULL, check=False,
