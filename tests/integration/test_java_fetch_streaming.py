@@ -9,6 +9,9 @@ then partition 1's redirect, with the new leader in the tagged `NodeEndpoints` a
 records. kproxy streams it and rewrites the tail at the length it announced,
 padded with a tagged field the client must skip (KIP-482). The Java client reads every
 record in order, follows the new leader, and never sees a broker's own address.
+
+It runs on three Apache Kafka releases, each with its own Java client: the one every
+other real-Kafka test runs, the last 3.x and the newest (``OTHER_RELEASES``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pytest
 
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
+from tests.peers.kafka_install import KAFKA_VERSION, OTHER_RELEASES
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
@@ -29,9 +33,12 @@ MOVED = 200  # records in partition 1, half written after its leader moves
 PROGRAM = Path(__file__).resolve().parents[1] / "java" / "ConsumeThroughLeaderMove.java"
 
 
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    with KafkaCluster(nodes=2, heap="384m", workdir=tmp_path_factory.mktemp("kafka")) as k:
+@pytest.fixture(scope="module", params=[KAFKA_VERSION, *OTHER_RELEASES])
+def kafka(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaCluster]:
+    workdir = tmp_path_factory.mktemp("kafka")
+    with KafkaCluster(nodes=2, heap="384m", version=request.param, workdir=workdir) as k:
         k.create_topic(TOPIC, 2, 2)
         yield k
 

@@ -1,9 +1,11 @@
 """KRaft and share-group messages through a real kproxy process (issue 3).
 
-No peer in the lab sends Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot,
-DescribeQuorum v2, UpdateRaftVoter, ShareFetch or ShareAcknowledge, so kproxy sits in
-front of a scripted upstream (``tests/scripted_broker.py``) that encodes every answer
-with kio, and a raw client (plain socket, kio frames) talks to kproxy's real sockets.
+No peer here sends Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, DescribeQuorum
+v2, UpdateRaftVoter, ShareFetch or ShareAcknowledge on demand, in every version and with
+a node kproxy cannot map (a real quorum and real share consumers go through kproxy in
+``test_kraft_quorum.py`` and ``test_share_groups.py``), so kproxy sits in front of a
+scripted upstream (``tests/scripted_broker.py``) that encodes every answer with kio, and
+a raw client (plain socket, kio frames) talks to kproxy's real sockets.
 
 For every response the client decodes with kio:
 
