@@ -10,8 +10,11 @@ records. kproxy streams it and rewrites the tail at the length it announced,
 padded with a tagged field the client must skip (KIP-482). The Java client reads every
 record in order, follows the new leader, and never sees a broker's own address.
 
-It runs on three Apache Kafka releases, each with its own Java client: the one every
-other real-Kafka test runs, the last 3.x and the newest (``OTHER_RELEASES``).
+It runs on the Kafka 4 releases tested, each with its own Java client: the one every other
+real-Kafka test runs and the newest (``KAFKA_4_RELEASES``). Not on 3.9.2: its Java client
+does not always send its first Fetch after the move to the old leader for both
+partitions, and the redirect then comes in a small response of its own (rewritten, not
+streamed), which this test is not about.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import pytest
 
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.peers.kafka_install import KAFKA_VERSION, OTHER_RELEASES
+from tests.peers.kafka_install import KAFKA_4_RELEASES
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
@@ -33,7 +36,7 @@ MOVED = 200  # records in partition 1, half written after its leader moves
 PROGRAM = Path(__file__).resolve().parents[1] / "java" / "ConsumeThroughLeaderMove.java"
 
 
-@pytest.fixture(scope="module", params=[KAFKA_VERSION, *OTHER_RELEASES])
+@pytest.fixture(scope="module", params=KAFKA_4_RELEASES)
 def kafka(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KafkaCluster]:
@@ -63,8 +66,17 @@ def test_the_java_consumer_reads_a_streamed_response_whose_redirect_was_padded(
             producer.produce(TOPIC, b"%d" % i, partition=1)
         assert producer.flush(60) == 0
         del producer
+        # Both partitions on one leader, and every broker agreeing, before the Java client
+        # starts: a client bootstrapped from a broker whose metadata still lags a move
+        # first asks the old leader for partition 1 alone, and the redirect then does not
+        # come behind the backlog.
+        leaders = kafka.leaders(TOPIC)
+        if leaders[1] != leaders[0]:
+            others = [r for r in kafka.replicas(TOPIC)[1] if r != leaders[0]]
+            kafka.reassign(TOPIC, 1, [leaders[0], *others])
+            kafka.elect_preferred_leaders(TOPIC, [1])
 
-        run = kafka.java_tool(
+        run = kafka.java_client(
             str(PROGRAM), kp.bootstrap, TOPIC, str(BACKLOG), str(MOVED),
             timeout=240, check=False,
         )  # fmt: skip

@@ -1,4 +1,4 @@
-"""A real KRaft controller quorum through kproxy (KIP-853, Apache Kafka 4.x).
+"""A real KRaft controller quorum through kproxy (KIP-853, Apache Kafka 3.9 and 4.x).
 
 Three dedicated controllers and two brokers (`tests/peers/kraft_quorum.py`): every
 controller advertises kproxy's port for itself, the quorum is formatted with
@@ -16,6 +16,10 @@ shares one cluster and one kproxy; its tests run in order, each leaving the quor
   single UpdateRaftVoter, and ``remove-controller`` takes it out again;
 * a producer writes through kproxy's client listeners all along; every acknowledged
   record is read back at the end.
+
+All of it runs on three Apache Kafka releases, one after the other: the one every other
+real-Kafka test runs, the last 3.x (KIP-853 came in 3.9) and the newest
+(``OTHER_RELEASES``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import pytest
 
 from tests.churn_traffic import read_event_files
 from tests.kproxy_process import KproxyProcess
-from tests.peers.kafka_install import run_java_tool
+from tests.peers.kafka_install import KAFKA_VERSION, OTHER_RELEASES, run_java_tool, tools_lib
 from tests.peers.kraft_quorum import QuorumCluster
 from tests.peers.net import LOOPBACK, connected_peers, wait_until
 from tests.peers.procs import log_tail
@@ -106,9 +110,9 @@ class Traffic:
         return seen
 
 
-@pytest.fixture(scope="module")
-def quorum() -> Iterator[QuorumCluster]:
-    with QuorumCluster(VOTERS, (SPARE,), (11, 12)) as cluster:
+@pytest.fixture(scope="module", params=[KAFKA_VERSION, *OTHER_RELEASES])
+def quorum(request: pytest.FixtureRequest) -> Iterator[QuorumCluster]:
+    with QuorumCluster(VOTERS, (SPARE,), (11, 12), version=request.param) as cluster:
         yield cluster.format()
 
 
@@ -250,7 +254,7 @@ def test_metadata_quorum_tool_sees_only_kproxy(
         "--entity-name",
         str(leader),
         "--all",
-        lib=quorum.lib,
+        lib=tools_lib(quorum.version),
         timeout=90,
     ).stdout
     assert "listeners=" in configs and "controller.quorum.bootstrap.servers" in configs, configs

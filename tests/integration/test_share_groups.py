@@ -32,7 +32,7 @@ from tests.exposition import parse_exposition
 from tests.kproxy_process import KproxyProcess
 from tests.leak_check import LogLines, assert_no_leak
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.peers.kafka_install import KAFKA_VERSION, OTHER_RELEASES, java_env, java_tool_argv
+from tests.peers.kafka_install import KAFKA_4_RELEASES, java_env, java_tool_argv
 from tests.peers.net import wait_until
 from tests.peers.procs import PeerProcess
 
@@ -42,11 +42,7 @@ HALF = 300  # records written before the leaders move, and as many after
 PROGRAM = Path(__file__).resolve().parents[1] / "java" / "ShareConsumeAll.java"
 
 
-#: Share groups are Kafka 4's (KIP-932): every release tested but the last 3.x.
-SHARE_RELEASES = [KAFKA_VERSION, *(v for v in OTHER_RELEASES if not v.startswith("3."))]
-
-
-@pytest.fixture(scope="module", params=SHARE_RELEASES)
+@pytest.fixture(scope="module", params=KAFKA_4_RELEASES)
 def kafka(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KafkaCluster]:

@@ -22,12 +22,17 @@ from pathlib import Path
 #: on Maven Central when this was written: 4.4.0 had no kafka-tools artifact there).
 KAFKA_VERSION = "4.3.1"
 
-#: The other releases tests/integration/test_kafka_releases.py runs: the last 3.x (the
-#: protocol before KIP-896 removed old versions) and the newest broker.
+#: The other releases some real-Kafka tests run too (test_kraft_quorum.py; the Kafka 4
+#: ones, test_share_groups.py and test_java_fetch_streaming.py): the last 3.x (the protocol
+#: before KIP-896 removed old versions) and the newest broker.
 OTHER_RELEASES = ("3.9.2", "4.4.0")
 
+#: The releases of Kafka 4 among them: share groups (KIP-932) are 4.x's.
+KAFKA_4_RELEASES = (KAFKA_VERSION, *(v for v in OTHER_RELEASES if not v.startswith("3.")))
+
 #: Releases without a kafka-tools artifact on Maven Central, and the release whose tools
-#: they run (the tools speak to the broker only through the Admin API).
+#: run against them, from that release's own classpath (the tools speak to a cluster only
+#: over the wire; 4.3.1's tools on 4.4.0's jars miss a class 4.4's jars no longer hold).
 _TOOLS_FROM = {"4.4.0": "4.3.1"}
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
@@ -59,20 +64,22 @@ def kafka_home(version: str = KAFKA_VERSION) -> Path:
     return cache_root() / f"kafka-{version}"
 
 
-def tools_version(version: str) -> str:
-    """The kafka-tools release Kafka ``version``'s tools come from."""
-    return _TOOLS_FROM.get(version, version)
+def tools_lib(version: str = KAFKA_VERSION) -> Path:
+    """The jar directory Kafka ``version``'s command-line tools run from: its own, or
+    that of the release its tools come from (``_TOOLS_FROM``)."""
+    return ensure_kafka_jars(_TOOLS_FROM.get(version, version))
 
 
 def _stamp(version: str) -> str:
     digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
-    return f"kafka {version} tools {tools_version(version)} pom {digest}\n"
+    return f"kafka {version} pom {digest}\n"
 
 
 def _required_jars(version: str) -> list[str]:
+    tools = [] if version in _TOOLS_FROM else [f"kafka-tools-{version}.jar"]
     return [
         f"kafka_2.13-{version}.jar",
-        f"kafka-tools-{tools_version(version)}.jar",
+        *tools,
         f"kafka-clients-{version}.jar",
         f"kafka-server-{version}.jar",
     ]
@@ -153,7 +160,8 @@ def copy_maven_dependencies(
 
 
 def ensure_kafka_jars(version: str = KAFKA_VERSION, *, force: bool = False) -> Path:
-    """Return the directory holding every jar of Kafka ``version`` (broker, tools, client).
+    """Return the directory holding every jar of Kafka ``version`` (broker, client, and
+    its tools where Maven Central has them: :func:`tools_lib`).
 
     Runs ``mvn dependency:copy-dependencies`` on ``tests/peers/kafka/pom.xml`` only when the
     cache is not complete (marker file keyed by version and pom hash). Safe to call from
@@ -167,7 +175,9 @@ def ensure_kafka_jars(version: str = KAFKA_VERSION, *, force: bool = False) -> P
         if not force and _complete(home, version):
             return lib
         (home / _MARKER).unlink(missing_ok=True)
-        properties = {"kafka.version": version, "kafka.tools.version": tools_version(version)}
+        properties = {"kafka.version": version}
+        if version in _TOOLS_FROM:
+            properties["kafka.without.tools"] = "true"
         copy_maven_dependencies(POM, lib, properties, _required_jars(version))
         (home / _MARKER).write_text(_stamp(version))
     return lib

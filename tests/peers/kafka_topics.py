@@ -16,6 +16,7 @@ from tests.peers.kafka_install import (
     MAIN_REASSIGN,
     ensure_kafka_jars,
     run_java_tool,
+    tools_lib,
 )
 from tests.peers.net import (
     LOOPBACK,
@@ -303,9 +304,17 @@ class KafkaTopics:
     def java_tool(
         self, main_class: str, *args: str, **options: Any
     ) -> subprocess.CompletedProcess[str]:
-        """:func:`run_java_tool` (same options) on this cluster's Kafka version."""
+        """:func:`run_java_tool` (same options): one of Kafka's command-line tools, from
+        :func:`tools_lib` of this cluster's Kafka version."""
+        return run_java_tool(main_class, *args, lib=tools_lib(self.version), **options)
+
+    def java_client(
+        self, program: str, *args: str, **options: Any
+    ) -> subprocess.CompletedProcess[str]:
+        """:func:`run_java_tool` (same options): a Java program (a single source file)
+        on this cluster's own Kafka release, its Java client included."""
         lib = self.lib or ensure_kafka_jars(self.version)
-        return run_java_tool(main_class, *args, lib=lib, **options)
+        return run_java_tool(program, *args, lib=lib, **options)
 
     def describe_quorum(self, *, replication: bool = False) -> str:
         """``kafka-metadata-quorum describe --status`` (or ``--replication``) output, a

@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from tests.peers.kafka_install import (
+    KAFKA_VERSION,
     MAIN_METADATA_QUORUM,
     MAIN_STORAGE_TOOL,
     ensure_kafka_jars,
@@ -37,6 +38,7 @@ from tests.peers.kafka_install import (
     kafka_server_argv,
     kafka_uuid,
     run_java_tool,
+    tools_lib,
 )
 from tests.peers.net import LOOPBACK, free_ports, metadata_brokers, wait_until
 from tests.peers.procs import PeerProcess, stop_together
@@ -75,7 +77,9 @@ class QuorumCluster:
         *,
         controller_heap: str = "256m",
         broker_heap: str = "384m",
+        version: str = KAFKA_VERSION,
     ) -> None:
+        self.version = version
         self.workdir = Path(tempfile.mkdtemp(prefix="kp-quorum-"))
         self.cluster_id = kafka_uuid()
         self.controller_heap, self.broker_heap = controller_heap, broker_heap
@@ -225,7 +229,7 @@ class QuorumCluster:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def format(self) -> Self:
-        self.lib = ensure_kafka_jars()
+        self.lib = ensure_kafka_jars(self.version)
         with ThreadPoolExecutor(4) as pool:
             list(pool.map(self._format, self.nodes.values()))
         return self
@@ -289,7 +293,8 @@ class QuorumCluster:
             where = ["--bootstrap-controller", ",".join(map(self.kproxy_controller, asking))]
         else:
             where = ["--bootstrap-controller", self.controller_bootstrap]
-        return run_java_tool(MAIN_METADATA_QUORUM, *where, *args, lib=self.lib, timeout=90).stdout
+        lib = tools_lib(self.version)
+        return run_java_tool(MAIN_METADATA_QUORUM, *where, *args, lib=lib, timeout=90).stdout
 
     def story(self, lines_per_node: int = 10) -> str:
         """What each started node said about the quorum and its registration, a few lines
