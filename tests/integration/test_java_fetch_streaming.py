@@ -19,14 +19,12 @@ streamed), which this test is not about.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.peers.kafka_install import KAFKA_4_RELEASES
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
@@ -36,14 +34,10 @@ MOVED = 200  # records in partition 1, half written after its leader moves
 PROGRAM = Path(__file__).resolve().parents[1] / "java" / "ConsumeThroughLeaderMove.java"
 
 
-@pytest.fixture(scope="module", params=KAFKA_4_RELEASES)
-def kafka(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[KafkaCluster]:
-    workdir = tmp_path_factory.mktemp("kafka")
-    with KafkaCluster(nodes=2, heap="384m", version=request.param, workdir=workdir) as k:
-        k.create_topic(TOPIC, 2, 2)
-        yield k
+@pytest.fixture(scope="module")
+def kafka(kafka_4_pair: KafkaCluster) -> KafkaCluster:
+    kafka_4_pair.create_topic(TOPIC, 2, 2)
+    return kafka_4_pair
 
 
 def test_the_java_consumer_reads_a_streamed_response_whose_redirect_was_padded(

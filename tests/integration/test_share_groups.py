@@ -32,7 +32,7 @@ from tests.exposition import parse_exposition
 from tests.kproxy_process import KproxyProcess
 from tests.leak_check import LogLines, assert_no_leak
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.peers.kafka_install import KAFKA_4_RELEASES, java_env, java_tool_argv
+from tests.peers.kafka_install import java_env, java_tool_argv
 from tests.peers.net import wait_until
 from tests.peers.procs import PeerProcess
 
@@ -42,13 +42,9 @@ HALF = 300  # records written before the leaders move, and as many after
 PROGRAM = Path(__file__).resolve().parents[1] / "java" / "ShareConsumeAll.java"
 
 
-@pytest.fixture(scope="module", params=KAFKA_4_RELEASES)
-def kafka(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[KafkaCluster]:
-    workdir = tmp_path_factory.mktemp("kafka")
-    with KafkaCluster(nodes=2, heap="384m", version=request.param, workdir=workdir) as k:
-        yield k
+@pytest.fixture(scope="module")
+def kafka(kafka_4_pair: KafkaCluster) -> KafkaCluster:
+    return kafka_4_pair
 
 
 @pytest.fixture(scope="module")
