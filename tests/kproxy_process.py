@@ -105,16 +105,17 @@ class KproxyProcess:
         raise AssertionError(f"no {field} in /proc/{self.pid}/status")
 
     def metric(self, name: str, **labels: str) -> float:
-        """One sample's value from /metrics (0 when absent)."""
+        """The samples of ``name`` with these labels from /metrics, summed over the labels
+        not given, as Prometheus's ``sum`` would (0 when there is none): with
+        ``cause="idle_timeout"`` alone, every listener's count."""
         from prometheus_client.parser import text_string_to_metric_families
 
-        for family in text_string_to_metric_families(self.metrics_text()):
-            for sample in family.samples:
-                if sample.name == name and all(
-                    sample.labels.get(k) == v for k, v in labels.items()
-                ):
-                    return float(sample.value)
-        return 0.0
+        return sum(
+            float(sample.value)
+            for family in text_string_to_metric_families(self.metrics_text())
+            for sample in family.samples
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items())
+        )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
