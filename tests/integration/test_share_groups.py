@@ -14,9 +14,9 @@ The consumers: librdkafka's `ShareConsumer` (confluent-kafka) and Kafka's own
 `KafkaShareConsumer` (`tests/java/ShareConsumeAll.java`), on the release every other
 real-Kafka test runs and on the newest (share groups came in 4.x; 4.4 has
 `share.version=2` by default). At DEBUG the Java client logs every response it decoded:
-that log shows, in the client's own words, the endpoints it was told. The shapes no broker sends on
-demand (a node kproxy cannot map, every ShareFetch and ShareAcknowledge version) are
-`tests/integration/kraft_share/`'s, against a scripted broker.
+that log shows, in the client's own words, the endpoints it was told. The shapes no
+broker sends on demand (a node kproxy cannot map, every ShareFetch and ShareAcknowledge
+version) are `tests/integration/kraft_share/`'s, against a scripted broker.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.exposition import parse_exposition
 from tests.kproxy_process import KproxyProcess
 from tests.leak_check import LogLines, assert_no_leak
 from tests.peers.kafka_cluster import KafkaCluster
@@ -90,15 +89,18 @@ def move_both_leaders(kafka: KafkaCluster, topic: str) -> None:
 
 
 def share_fetch_redirects(kp: KproxyProcess) -> tuple[float, float]:
-    """ShareFetch redirects that named the new leader, and ShareFetch endpoints rewritten."""
-    metrics = parse_exposition(kp.metrics_text())
-    redirects = sum(
-        value
-        for (name, labels), value in metrics.items()
-        if name == "kproxy_redirects_total" and ("api", "ShareFetch") in labels
+    """ShareFetch redirects that named the new leader (every from and to node), and
+    ShareFetch endpoints rewritten."""
+    return (
+        kp.metric("kproxy_redirects_total", api="ShareFetch"),
+        kp.metric("kproxy_endpoint_rewrites_total", api="ShareFetch"),
     )
-    rewrites = metrics.get(("kproxy_endpoint_rewrites_total", (("api", "ShareFetch"),)), 0.0)
-    return redirects, rewrites
+
+
+def assert_share_fetch_redirected(kp: KproxyProcess, before: tuple[float, float]) -> None:
+    redirects, rewrites = share_fetch_redirects(kp)
+    assert redirects > before[0], "no ShareFetch named a moved partition's new leader"
+    assert rewrites > before[1], "no ShareFetch NodeEndpoints was rewritten"
 
 
 def test_librdkafka_share_consumer_follows_moved_leaders_through_kproxy(
@@ -109,7 +111,7 @@ def test_librdkafka_share_consumer_follows_moved_leaders_through_kproxy(
     topic, group = "shared-librdkafka", "share-librdkafka"
     prepare(kafka, topic, group)
     produce(kproxy, topic, range(HALF))
-    redirects_before, rewrites_before = share_fetch_redirects(kproxy)
+    before = share_fetch_redirects(kproxy)
 
     log = LogLines("share-consumer")
     consumer = ShareConsumer(
@@ -144,9 +146,7 @@ def test_librdkafka_share_consumer_follows_moved_leaders_through_kproxy(
 
     assert sorted(set(seen)) == list(range(2 * HALF))
     assert_no_leak([log], kproxy)
-    redirects, rewrites = share_fetch_redirects(kproxy)
-    assert redirects > redirects_before, "no ShareFetch named a moved partition's new leader"
-    assert rewrites > rewrites_before, "no ShareFetch NodeEndpoints was rewritten"
+    assert_share_fetch_redirected(kproxy, before)
     assert kproxy.metric("kproxy_endpoints_unmapped_total", api="ShareFetch") == 0
     for api in ("ShareFetch", "ShareAcknowledge"):
         assert kproxy.metric("kproxy_frames_total", api=api, direction="response") > 0, api
@@ -158,7 +158,7 @@ def test_kafka_share_consumer_follows_moved_leaders_through_kproxy(
     topic, group = "shared-java", "share-java"
     prepare(kafka, topic, group)
     produce(kproxy, topic, range(HALF))
-    redirects_before, rewrites_before = share_fetch_redirects(kproxy)
+    before = share_fetch_redirects(kproxy)
 
     argv = java_tool_argv(
         str(PROGRAM),
@@ -194,6 +194,4 @@ def test_kafka_share_consumer_follows_moved_leaders_through_kproxy(
     )
     assert told, "no ShareFetch response named a new leader to the Java client"
     assert {int(port) for port in told} <= set(kproxy.listener_ports().values()), told
-    redirects, rewrites = share_fetch_redirects(kproxy)
-    assert redirects > redirects_before, "no ShareFetch named a moved partition's new leader"
-    assert rewrites > rewrites_before, "no ShareFetch NodeEndpoints was rewritten"
+    assert_share_fetch_redirected(kproxy, before)
