@@ -34,7 +34,7 @@ import pytest
 
 from tests.churn_traffic import read_event_files
 from tests.kproxy_process import KproxyProcess
-from tests.peers.kafka_install import KAFKA_VERSION, OTHER_RELEASES, run_java_tool, tools_lib
+from tests.peers.kafka_install import KAFKA_VERSION, OTHER_RELEASES
 from tests.peers.kraft_quorum import QuorumCluster
 from tests.peers.net import LOOPBACK, connected_peers, wait_until
 from tests.peers.procs import log_tail
@@ -244,7 +244,7 @@ def test_metadata_quorum_tool_sees_only_kproxy(
     # A controller's own configuration through its kproxy port: the values that name
     # addresses (listeners, advertised.listeners...) are withheld.
     leader = quorum_view(kproxy)["leader"]
-    configs = run_java_tool(
+    configs = quorum.java_tool(
         MAIN_CONFIG_COMMAND,
         "--bootstrap-controller",
         quorum.kproxy_controller(leader),
@@ -254,7 +254,6 @@ def test_metadata_quorum_tool_sees_only_kproxy(
         "--entity-name",
         str(leader),
         "--all",
-        lib=tools_lib(quorum.version),
         timeout=90,
     ).stdout
     assert "listeners=" in configs and "controller.quorum.bootstrap.servers" in configs, configs

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -293,8 +294,14 @@ class QuorumCluster:
             where = ["--bootstrap-controller", ",".join(map(self.kproxy_controller, asking))]
         else:
             where = ["--bootstrap-controller", self.controller_bootstrap]
-        lib = tools_lib(self.version)
-        return run_java_tool(MAIN_METADATA_QUORUM, *where, *args, lib=lib, timeout=90).stdout
+        return self.java_tool(MAIN_METADATA_QUORUM, *where, *args, timeout=90).stdout
+
+    def java_tool(
+        self, main_class: str, *args: str, **options: Any
+    ) -> subprocess.CompletedProcess[str]:
+        """:func:`run_java_tool` (same options): one of Kafka's command-line tools, from
+        :func:`tools_lib` of this quorum's Kafka version (as `KafkaTopics.java_tool`)."""
+        return run_java_tool(main_class, *args, lib=tools_lib(self.version), **options)
 
     def story(self, lines_per_node: int = 10) -> str:
         """What each started node said about the quorum and its registration, a few lines
