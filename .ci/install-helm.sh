@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the helm binary the chart tests use (tests/unit/test_helm.py) from the Go module
+# Builds the helm binary the chart tests use (tests/deploy/test_helm.py) from the Go module
 # proxy, once, into ${KPROXY_TOOLS_CACHE:-~/.cache/kproxy-tools}/bin. The first build
 # takes about 2.5 minutes on 2 cores (downloads included); later runs only check.
 set -euo pipefail

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from kproxy.events import EVENT_TYPES, SCHEMA_VERSION
+from kproxy.observe.events import EVENT_TYPES, SCHEMA_VERSION
 
 PERCENTILES = (0.5, 0.9, 0.99)
 

@@ -24,7 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kproxy.mockcluster import MockCluster
+from kproxy.demo.mockcluster import MockCluster
 from tests.kproxy_process import KproxyProcess
 from tests.raw_kafka import add_raft_voter_of_size, broker_registration_of_size, request
 

@@ -36,7 +36,7 @@ import sys
 from bench.ab import json_from_compiled_copy
 from bench.cold_pairs import DEFAULT_PAIRS, evict
 from bench.session_pairs import PAIRS_PER_CALL, check_pair_names, warmed_pairs
-from kproxy.build import COMPILED, hot_path_build
+from kproxy.observe.build_info import COMPILED, hot_path_build
 
 LL_BYTES = 1 << 20
 # First-level caches as this host's, a last level small enough that a 2 MiB write

@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 from bench.ab import json_from_compiled_copy
 from bench.session_pairs import check_pair_names, warmed_pairs
-from kproxy.build import COMPILED, hot_path_build
+from kproxy.observe.build_info import COMPILED, hot_path_build
 
 DEFAULT_PAIRS = ("runtime", "runtime-fetch-small")
 # Written before each pair: more than the last-level cache of the machines here (32 MiB

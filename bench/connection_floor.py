@@ -39,7 +39,7 @@ import uvloop
 
 from bench.python_floor import ForwardedClient
 from kproxy.app import Running, Stop, serve
-from kproxy.config import parse_config
+from kproxy.config.settings import parse_config
 from tests.peers.tansu import TansuBroker
 
 REPO = Path(__file__).resolve().parents[1]

@@ -154,4 +154,5 @@ def set_dotted(config: dict[str, Any], dotted: str, value: Any) -> None:
 def _has_event_loop_setting(source: Path) -> bool:
     """Whether the kproxy in `source` takes `runtime.event_loop` (bench ab baselines
     may be older)."""
-    return any("event_loop" in p.read_text() for p in (source / "kproxy").glob("config*.py"))
+    modules = [*(source / "kproxy").glob("config*.py"), *(source / "kproxy").glob("config/*.py")]
+    return any("event_loop" in p.read_text() for p in modules)

@@ -17,7 +17,7 @@ import struct
 from bisect import bisect_left
 from collections.abc import Callable
 
-from kproxy.metric_specs import REQUEST_DURATION
+from kproxy.observe.metric_specs import REQUEST_DURATION
 from kproxy.protocol.produce_scan import produce_response_is_plain
 
 _request_head = struct.Struct(">ihhih").unpack_from  # size, key, version, correlation, client id

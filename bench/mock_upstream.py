@@ -32,7 +32,7 @@ class MockUpstream(Upstream):
         return str(self.clusters[MAIN].bootstraps)
 
     def start(self) -> None:
-        from kproxy.mockcluster import MockCluster
+        from kproxy.demo.mockcluster import MockCluster
 
         self.clusters[MAIN] = MockCluster(self.brokers)
         hap = MockCluster(self.brokers)

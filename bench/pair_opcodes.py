@@ -26,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 from bench.session_pairs import check_pair_names, warmed_pairs
-from kproxy.build import PYTHON, hot_path_build
+from kproxy.observe.build_info import PYTHON, hot_path_build
 
 DEFAULT_PAIRS = ("runtime", "runtime-fetch-small")
 _REPO = str(Path(__file__).resolve().parent.parent) + "/"

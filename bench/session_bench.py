@@ -58,7 +58,7 @@ from bench.session_pairs import (
     events_dir,
     pair_builders,
 )
-from kproxy.build import COMPILED, hot_path_build
+from kproxy.observe.build_info import COMPILED, hot_path_build
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -24,8 +24,8 @@ from tests.kio_support import encode_request_frame
 from tests.session.frames import produce_response
 
 if TYPE_CHECKING:
-    from kproxy.proxy.client import ClientConnection
-    from kproxy.proxy.upstream import UpstreamConnection
+    from kproxy.runtime.client import ClientConnection
+    from kproxy.runtime.upstream import UpstreamConnection
 
 
 def produce_pair(record_bytes: int = 100, corr: int = 7) -> tuple[bytes, bytes]:
@@ -47,8 +47,8 @@ def produce_pair(record_bytes: int = 100, corr: int = 7) -> tuple[bytes, bytes]:
 
 
 def session_pair(lane: bool = True) -> Callable[[], object]:
-    from kproxy.config import parse_config
-    from kproxy.proxy.mapping import AddressMap
+    from kproxy.config.settings import parse_config
+    from kproxy.runtime.mapping import AddressMap
     from kproxy.session import ProxySession, SessionLimits
 
     settings = parse_config({"cluster": {"bootstrap_servers": ["b.invalid:9092"]}})
@@ -181,11 +181,11 @@ def _runtime_connection(events_dir: Path) -> tuple[ClientConnection, UpstreamCon
     observer, metrics and event log, with transports that drop what they are given."""
     from prometheus_client import CollectorRegistry
 
-    from kproxy.config import parse_config
-    from kproxy.observability import Observability
-    from kproxy.proxy.client import ClientConnection
-    from kproxy.proxy.proxy import Proxy
-    from kproxy.proxy.upstream import UpstreamConnection
+    from kproxy.config.settings import parse_config
+    from kproxy.observe.observability import Observability
+    from kproxy.runtime.client import ClientConnection
+    from kproxy.runtime.proxy import Proxy
+    from kproxy.runtime.upstream import UpstreamConnection
 
     settings = parse_config(
         {

@@ -2,10 +2,10 @@
 
     python -m bench.tls_layer [--baseline REV] [--rounds 11]
 
-`kproxy.tls.TlsServerLayer` (OpenSSL over memory buffers) after a handshake with an
+`kproxy.runtime.tls.TlsServerLayer` (OpenSSL over memory buffers) after a handshake with an
 `ssl.SSLObject` client; the client's records are made before the clock starts, so only
 the server side is timed (`time.process_time`). With ``--baseline``, the layer of that
-revision's `kproxy/tls.py` runs in the same process, the two alternating in every round,
+revision's `kproxy/runtime/tls.py` runs in the same process, the two alternating in every round,
 and the ratio of this tree's CPU to the baseline's is given per round: no sockets, no
 broker, so a change of a few microseconds per record shows, which the TLS benchmark
 (`bench.tls_bench`, a real broker and clients sharing two cores) cannot see.
@@ -29,20 +29,22 @@ from typing import Any
 import trustme
 
 from bench.peers import REPO
-from kproxy.tls import TlsServerLayer
+from kproxy.runtime.tls import TlsServerLayer
 
 SIZES = (100, 1024, 65536)
 Layer = Callable[[ssl.SSLContext], Any]
 
 
 def baseline_layer(revision: str, where: Path) -> Layer:
-    """`TlsServerLayer` as `kproxy/tls.py` was at ``revision``."""
+    """`TlsServerLayer` as `kproxy/runtime/tls.py` was at ``revision``."""
     shown = subprocess.run(
-        ["git", "-C", str(REPO), "show", f"{revision}:kproxy/tls.py"],
+        ["git", "-C", str(REPO), "show", f"{revision}:kproxy/runtime/tls.py"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if shown.returncode != 0:
-        raise SystemExit(f"--baseline {revision}: no kproxy/tls.py there ({shown.stderr.strip()})")
+        raise SystemExit(
+            f"--baseline {revision}: no kproxy/runtime/tls.py there ({shown.stderr.strip()})"
+        )
     path = where / "baseline_tls.py"
     path.write_text(shown.stdout)
     spec = importlib.util.spec_from_file_location("baseline_tls", path)
@@ -101,7 +103,7 @@ def one_round(layer: Layer, server: ssl.SSLContext, client: ssl.SSLContext) -> d
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.tls_layer")
-    p.add_argument("--baseline", metavar="REV", help="also this revision's kproxy/tls.py")
+    p.add_argument("--baseline", metavar="REV", help="also this revision's kproxy/runtime/tls.py")
     p.add_argument("--rounds", type=int, default=11)
     args = p.parse_args(argv)
     ca = trustme.CA()

@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kproxy import __version__
 from kproxy.admin.server import AdminServer
-from kproxy.build import event_loop_kind, hot_path_build
-from kproxy.describe import describe
-from kproxy.hostport import format_host_port, is_wildcard
-from kproxy.observability import Observability
-from kproxy.proxy.allocator import retain_freed_memory
-from kproxy.proxy.heap import settle_heap
-from kproxy.proxy.loop import new_event_loop
-from kproxy.proxy.proxy import Proxy
-from kproxy.reloader import ConfigReloader
-from kproxy.tls import TlsSetupError
+from kproxy.observe.build_info import event_loop_kind, hot_path_build
+from kproxy.observe.observability import Observability
+from kproxy.protocol.hostport import format_host_port, is_wildcard
+from kproxy.runtime.allocator import retain_freed_memory
+from kproxy.runtime.describe import describe
+from kproxy.runtime.heap import settle_heap
+from kproxy.runtime.loop import new_event_loop
+from kproxy.runtime.proxy import Proxy
+from kproxy.runtime.reloader import ConfigReloader
+from kproxy.runtime.tls import TlsSetupError
 
 if TYPE_CHECKING:
-    from kproxy.config import Settings
+    from kproxy.config.settings import Settings
 
 log = logging.getLogger("kproxy")
 

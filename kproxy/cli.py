@@ -13,7 +13,7 @@ from typing import cast
 
 from kproxy import __version__
 from kproxy.analytics.arguments import DEFAULT_MASTER, add_analyze_arguments
-from kproxy.config import (
+from kproxy.config.settings import (
     LOG_LEVELS,
     ConfigError,
     LogSettings,
@@ -21,8 +21,8 @@ from kproxy.config import (
     config_json_schema,
     load_config,
 )
-from kproxy.hostport import bracketed
 from kproxy.protocol.apis import APIS
+from kproxy.protocol.hostport import bracketed
 
 __all__ = ["CONFIG_ENV", "LOG_FORMAT", "build_parser", "configure_logging", "main"]
 
@@ -80,7 +80,7 @@ def configure_logging(level: str) -> None:
 
 
 def _cmd_version(args: argparse.Namespace) -> int:
-    from kproxy.build import hot_path_build
+    from kproxy.observe.build_info import hot_path_build
 
     print(f"kproxy {__version__}")
     print(f"hot path: {hot_path_build()}")
@@ -184,7 +184,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if not _importable("confluent_kafka"):
         _err(DEMO_HINT)
         return EXIT_USAGE
-    demo = importlib.import_module("kproxy.demo")
+    demo = importlib.import_module("kproxy.demo.run")
     run_demo = cast(Callable[[float | None, int, float], int], demo.run_demo)
     return run_demo(args.duration, args.brokers, args.leader_interval)
 

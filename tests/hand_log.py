@@ -1,6 +1,6 @@
 """A small hand-written kproxy event log and `kproxy analyze` of it on real local Spark.
 
-The tests in tests/unit/test_analytics_spark.py work out every figure of it by hand,
+The tests in tests/analytics/test_analytics_spark.py work out every figure of it by hand,
 and the browser test (tests/integration/test_report_browser.py) renders its report.
 
 The log, by label (A = proxy app-1-100, B = proxy app-2-200; times are seconds after

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from kproxy.leadership import LeadershipFacts, LeaderTable
+from kproxy.observe.leadership import LeadershipFacts, LeaderTable
 from kproxy.protocol.walker import LeaderObservation
 from tests.clock import Clock
 

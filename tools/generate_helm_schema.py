@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kproxy.config import config_json_schema
+from kproxy.config.settings import config_json_schema
 
 CHART = Path(__file__).resolve().parents[1] / "deploy" / "helm" / "kproxy"
 SCHEMA_PATH = CHART / "values.schema.json"

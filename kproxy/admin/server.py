@@ -31,18 +31,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
-from kproxy.events import format_ts
-from kproxy.hostport import format_host_port
+from kproxy.observe.events import format_ts
+from kproxy.protocol.hostport import format_host_port
 
 if TYPE_CHECKING:
-    from kproxy.config import Settings
-    from kproxy.observability import Observability
+    from kproxy.config.settings import Settings
+    from kproxy.observe.observability import Observability
 
 log = logging.getLogger("kproxy.admin")
 
 
 class ProxyStatus(Protocol):
-    """What the admin server reads from the running proxy (`kproxy.proxy.Proxy`)."""
+    """What the admin server reads from the running proxy (`kproxy.runtime.Proxy`)."""
 
     def readiness(self) -> tuple[bool, str]: ...
 

@@ -2,7 +2,7 @@
 
 The pipeline (each module one concern):
 
-* `schema`   the Spark schema of an event line, derived from `kproxy.events.EVENT_FIELDS`;
+* `schema`   the Spark schema of an event line, derived from `kproxy.observe.events.EVENT_FIELDS`;
 * `session`  a SparkSession with kproxy's defaults (UI off, loopback driver when local);
 * `inputs`   reads JSON lines from files, directories, globs or Hadoop URIs, and sorts
   lines into events and rejects (malformed, unknown type, newer schema);

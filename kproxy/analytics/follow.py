@@ -42,7 +42,7 @@ from kproxy.analytics.kafka_input import (
 )
 from kproxy.analytics.output import join, replace_file, report_dir
 from kproxy.analytics.session import build_session
-from kproxy.events import format_ts
+from kproxy.observe.events import format_ts
 
 __all__ = ["Follower", "run_follow", "stream_lines"]
 

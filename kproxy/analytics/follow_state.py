@@ -35,7 +35,7 @@ from kproxy.analytics import inputs as inp
 from kproxy.analytics.output import join
 from kproxy.analytics.schema import event_columns, events_table_schema
 from kproxy.analytics.session import hadoop_path
-from kproxy.events import format_ts
+from kproxy.observe.events import format_ts
 
 __all__ = ["LEADERSHIP_TYPES", "BatchStore", "ts_text"]
 
@@ -163,5 +163,5 @@ class BatchStore:
 
 
 def ts_text(us: int | None) -> str | None:
-    """µs since the epoch as the event log writes a time (`kproxy.events.format_ts`)."""
+    """µs since the epoch as the event log writes a time (`kproxy.observe.events.format_ts`)."""
     return None if us is None else format_ts(us / 1e6)

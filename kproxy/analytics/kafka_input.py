@@ -5,7 +5,7 @@ The source is `org.apache.spark:spark-sql-kafka-0-10_2.13` of exactly the Spark 
 PySpark runs (`CONNECTOR`): Spark's Ivy fetches it from Maven Central on first use
 and caches it (~/.ivy2.5.2); under spark-submit, pass it with `--packages`.
 
-A record's value is the event's JSON object (`kproxy.event_kafka`); it goes through
+A record's value is the event's JSON object (`kproxy.observe.event_kafka`); it goes through
 the same parsing and classification as a file's line (`kproxy.analytics.inputs`),
 with `kafka://BOOTSTRAP/TOPIC/PARTITION@OFFSET` where a file name would be (the
 report's examples of rejected events name it). A record without a value is not an

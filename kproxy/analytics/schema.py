@@ -1,6 +1,6 @@
 """The shape of an event line, for Spark: one flat schema, the union of every type's fields.
 
-docs/events.md is the reference and `kproxy.events.EVENT_FIELDS` the writer's field
+docs/events.md is the reference and `kproxy.observe.events.EVENT_FIELDS` the writer's field
 lists; the types below are given per field name, and a test checks that every field the
 writer knows has one. Every type's fields share one name space without clashes (a
 `partition` is an int wherever it appears), so a single flat schema reads every line in
@@ -13,7 +13,7 @@ from typing import Final
 
 from pyspark.sql import types as T
 
-from kproxy.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES, SCHEMA_VERSION
+from kproxy.observe.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES, SCHEMA_VERSION
 
 __all__ = [
     "CORRUPT_COLUMN",

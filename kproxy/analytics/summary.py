@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from kproxy.analytics.model import Analysis
-from kproxy.events import EVENT_TYPES
+from kproxy.observe.events import EVENT_TYPES
 
 __all__ = ["figures", "fmt_ms", "summary_json", "summary_text"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kproxy.hostport import format_host_port
+from kproxy.protocol.hostport import format_host_port
 
 
 class TaggedSpan(NamedTuple):

@@ -238,7 +238,7 @@ class FrameReader:
             if n < 4 or self._first:  # the stream's first size is `_check`ed
                 return False
             # `alone`'s test written out here, not called (a call per read in pure
-            # Python): change the two together (tests/unit/test_frames_headers.py holds
+            # Python): change the two together (tests/protocol/test_frames_headers.py holds
             # this method to `feed_through`). int32_at, inline; read unsigned, a
             # negative size (top bit set) exceeds any limit.
             size = data[0] << 24 | data[1] << 16 | data[2] << 8 | data[3]

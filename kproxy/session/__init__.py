@@ -2,7 +2,7 @@
 
 Sans-IO: bytes in, chunks out. A `ProxySession` owns both frame readers, the
 correlation table and every admission and rewrite rule; the asyncio runtime
-(`kproxy.proxy`) only moves bytes, opens the listeners a step asks for and hands the
+(`kproxy.runtime`) only moves bytes, opens the listeners a step asks for and hands the
 step's facts to its observer.
 """
 

@@ -1,6 +1,6 @@
 """What a session asks of the address mapping: a pure interface, no sockets.
 
-The runtime's `kproxy.proxy.mapping.AddressMap` implements it. Ports are decided by
+The runtime's `kproxy.runtime.mapping.AddressMap` implements it. Ports are decided by
 configuration (deterministic, so that replicas agree), except in the OS-chosen mode of
 the demo and tests, where a node's port is known once its listener is bound: that is
 why a session asks which nodes still need a listener and holds the response that named

@@ -14,7 +14,7 @@ no copy of it is made:
   (`kproxy.protocol.tagged_fit`) over any bytes after the message, and sent. A
   skeleton the skim found plain (no error, no `CurrentLeader`) with an empty tail is
   not walked, unless the client awaits a success (a redirect's recovery,
-  `kproxy.leadership`): nothing in it would be acted on. Such a response is checked as
+  `kproxy.observe.leadership`): nothing in it would be acted on. Such a response is checked as
   far as the skim follows it (sizes, counts, the bound on tagged fields), not for what
   only the walk reads (a topic name's UTF-8).
 

@@ -2,8 +2,10 @@
 Dockerfile does, starts kproxy's entrypoint as the image's user with the root filesystem
 read-only, checks what `docker run --read-only` would need, and prints a JSON report.
 
-Argument: a JSON object with python_home, config (a file), uid, gid, workdir, volumes,
-config_path, entrypoint (argv after the interpreter), healthcheck (argv), admin_port.
+Argument: a JSON object with python_home, site_dirs and source (where the interpreter
+under test finds kproxy and its dependencies: see `image_spec`), config (a file), uid,
+gid, workdir, volumes, config_path, entrypoint (argv after the interpreter),
+healthcheck (argv), admin_port.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import urllib.request
 from typing import Any
 
 DEADLINE_SECONDS = 30.0
+VENV = "/mnt/venv"
 
 
 def sh(*argv: str) -> None:
@@ -35,6 +38,7 @@ def lay_out(spec: dict[str, Any]) -> str:
     python = "/mnt/python"
     os.mkdir(python)
     sh("mount", "--bind", spec["python_home"], python)  # /root is not readable by 10001
+    lay_out_packages(spec, python)
     shutil.copytree("/etc", "/mnt/etc", symlinks=True, ignore_dangling_symlinks=True)
     config_dir = os.path.dirname("/mnt" + spec["config_path"])
     os.makedirs(config_dir, mode=0o755, exist_ok=True)
@@ -50,6 +54,28 @@ def lay_out(spec: dict[str, Any]) -> str:
     return python
 
 
+def lay_out_packages(spec: dict[str, Any], python: str) -> None:
+    """A virtual environment at /mnt/venv on the bound interpreter that sees what the
+    interpreter under test sees: its site directories and kproxy's source, each bound
+    where the image's user can reach it (a venv or a clone may sit under a directory
+    only root may enter, such as a 0700 temporary directory or /root)."""
+    sh(f"{python}/bin/python3", "-m", "venv", "--without-pip", "--system-site-packages", VENV)
+    lines = []
+    for index, site_dir in enumerate(spec["site_dirs"]):
+        bound = f"/mnt/site{index}"
+        os.mkdir(bound)
+        sh("mount", "--bind", site_dir, bound)
+        lines.append(f"import site; site.addsitedir({bound!r})")
+    if spec["source"] is not None:  # an editable install: its finder names the clone's path
+        os.mkdir("/mnt/source")
+        sh("mount", "--bind", spec["source"], "/mnt/source")
+        lines.append("import sys; sys.path.insert(0, '/mnt/source')")
+    version = "python{}.{}".format(*sys.version_info[:2])
+    pth = f"{VENV}/lib/{version}/site-packages/kproxy-image.pth"
+    with open(pth, "w") as out:
+        out.write("\n".join(lines) + "\n")
+
+
 def as_user(spec: dict[str, Any], argv: list[str]) -> list[str]:
     ids = ["--reuid", str(spec["uid"]), "--regid", str(spec["gid"]), "--clear-groups"]
     return ["setpriv", *ids, "--inh-caps=-all", *argv]
@@ -58,7 +84,7 @@ def as_user(spec: dict[str, Any], argv: list[str]) -> list[str]:
 def user_env(python: str) -> dict[str, str]:
     # The interpreter's own libpython: its RPATH names /root, which the user cannot enter.
     return {
-        "PATH": f"{python}/bin:/usr/bin:/bin",
+        "PATH": f"{VENV}/bin:{python}/bin:/usr/bin:/bin",
         "LD_LIBRARY_PATH": f"{python}/lib",
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -79,8 +105,14 @@ def main() -> int:
     spec = json.loads(sys.argv[1])
     python = lay_out(spec)
     report: dict[str, Any] = {}
+    where = subprocess.run(
+        as_user(spec, [f"{VENV}/bin/python3", "-c", "import kproxy; print(kproxy.__file__)"]),
+        cwd=spec["workdir"],
+        capture_output=True, text=True, env=user_env(python),
+    )  # fmt: skip
+    report["kproxy_file"] = where.stdout.strip() or where.stderr.strip()
     proc = subprocess.Popen(
-        as_user(spec, [f"{python}/bin/python3", *spec["entrypoint"]]),
+        as_user(spec, [f"{VENV}/bin/python3", *spec["entrypoint"]]),
         cwd=spec["workdir"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -96,7 +128,7 @@ def main() -> int:
     report["healthz"] = get(f"{admin}/healthz")
     report["readyz"] = get(f"{admin}/readyz")
     check = subprocess.run(
-        as_user(spec, [f"{python}/bin/python3", *spec["healthcheck"]]),
+        as_user(spec, [f"{VENV}/bin/python3", *spec["healthcheck"]]),
         capture_output=True, text=True, env=user_env(python),
     )  # fmt: skip
     report["healthcheck_exit"] = check.returncode

@@ -23,6 +23,36 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("layout_driver.py")
 
+# Where an interpreter finds kproxy: its base installation, the site directories outside
+# it (a virtual environment's), and the clone an editable install's finder points at
+# when kproxy is in none of them.
+WHERE_KPROXY_IS = """
+import json, os, site, sys
+from pathlib import Path
+import kproxy
+base = sys.base_prefix
+sites = [d for d in site.getsitepackages() if os.path.isdir(d)]
+outside = [d for d in sites if not d.startswith(base + os.sep)]
+package = Path(kproxy.__file__).resolve().parent
+found_in = [d for d in sites if Path(d).resolve() == package.parent]
+print(json.dumps({
+    "python_home": base,
+    "site_dirs": outside,
+    "source": None if found_in else str(package.parent),
+    "kproxy_file": str(package / "__init__.py"),
+}))
+"""
+
+
+def where_kproxy_is(python: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    # -P: the working directory (a clone, perhaps) is not where the image finds kproxy.
+    run = subprocess.run(
+        [python, "-P", "-c", WHERE_KPROXY_IS], capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    found: dict[str, Any] = json.loads(run.stdout)
+    return found
+
 
 def dockerfile_final_stage() -> dict[str, Any]:
     """USER, WORKDIR, VOLUME, ENTRYPOINT, CMD and HEALTHCHECK of the Dockerfile's last
@@ -43,7 +73,11 @@ def dockerfile_final_stage() -> dict[str, Any]:
     return found
 
 
-def image_spec(config: Path) -> dict[str, Any]:
+def image_spec(
+    config: Path, python: str = sys.executable, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """What the layout driver needs to run the image's entrypoint with `config` and the
+    kproxy that `python` imports (in `env`)."""
     image = dockerfile_final_stage()
     user, _, group = image["USER"].partition(":")
     uid, gid = int(user), int(group or 0)  # no group named: docker runs it as group 0
@@ -55,7 +89,7 @@ def image_spec(config: Path) -> dict[str, Any]:
     assert healthcheck[0] == "python"
     volumes = image.get("VOLUME", [])
     return {
-        "python_home": sys.base_prefix,
+        **where_kproxy_is(python, env),
         "config": str(config),
         "uid": uid,
         "gid": gid,
@@ -86,11 +120,50 @@ def documented(name: str, tmp_path: Path) -> Path:
 def test_the_image_starts_with_each_documented_configuration(name: str, tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
     spec = image_spec(documented(name, tmp_path))
+    report = run_image(spec)
+    assert_image_ran(spec, report)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the image's layout needs root namespaces")
+def test_the_image_runs_the_kproxy_of_a_virtual_environment(tmp_path: Path) -> None:
+    """kproxy installed (not editable) in a virtual environment under a directory only
+    root may enter, as `python -m venv` in a fresh temporary directory makes it: the
+    image runs that kproxy, not the one of the interpreter the venv was made from."""
+    venv = tmp_path / "private" / "venv"
+    venv.parent.mkdir(mode=0o700)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+    )
+    python = str(venv / "bin" / "python")
+    # The venv's own kproxy, whatever PYTHONPATH the suite runs with (the compiled build's
+    # run puts its copy there).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--no-deps", str(REPO)],
+        check=True, capture_output=True, timeout=300, env=env,
+    )  # fmt: skip
+    config_dir = tmp_path / "config"
+    config_dir.mkdir(mode=0o755)
+    spec = image_spec(documented("gateway.yaml", config_dir), python, env)
+    assert spec["site_dirs"] and spec["source"] is None, spec
+    assert spec["kproxy_file"].startswith(str(venv))
+    report = run_image(spec)
+    assert report["kproxy_file"] == "/mnt/site0/kproxy/__init__.py", report["kproxy_file"]
+    assert_image_ran(spec, report)
+
+
+def run_image(spec: dict[str, Any]) -> dict[str, Any]:
+    """The layout driver's report of the image run with `spec`, in namespaces of its own."""
     argv = ["unshare", "--mount", "--net", "--propagation", "private"]
     argv += [sys.executable, str(DRIVER), json.dumps(spec)]
     run = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, shlex.join(argv) + "\n" + run.stderr[-3000:]
-    report = json.loads(run.stdout.strip().splitlines()[-1])
+    report: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    return report
+
+
+def assert_image_ran(spec: dict[str, Any], report: dict[str, Any]) -> None:
     log = report.pop("log")
     assert "Permission denied" not in log and "Traceback" not in log, log[-3000:]
     assert report["healthz"] == 200, log[-3000:]

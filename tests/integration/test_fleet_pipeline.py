@@ -32,7 +32,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("matplotlib")
 pytest.importorskip("pyarrow.parquet")
 
-from kproxy.events import format_ts
+from kproxy.observe.events import format_ts
 from tests.analyze_command import SPARK_ENV, run_analyze
 from tests.churn_traffic import churn_traffic, read_event_files
 from tests.fleet_pipeline import (
@@ -160,7 +160,7 @@ def test_follow_converges_restarts_without_double_counting_and_counts_late_event
         return {r["type"]: r["events"] for r in tables.get("event_counts", [])}
 
     def converged() -> dict[str, int] | None:
-        # The event log writes its files on a clock (kproxy.events.DRAIN_SECONDS) and
+        # The event log writes its files on a clock (kproxy.observe.events.DRAIN_SECONDS) and
         # the proxy may still be logging (a connection closing): the files are read again
         # at each look, and the job has caught up when it counts what they hold.
         seen = counts()

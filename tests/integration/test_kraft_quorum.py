@@ -285,7 +285,7 @@ def test_killed_leader_is_replaced_through_kproxy(
     assert total > changes
 
     def leader_change_logged() -> bool:
-        # The event log writes its files on a clock (kproxy.events.DRAIN_SECONDS).
+        # The event log writes its files on a clock (kproxy.observe.events.DRAIN_SECONDS).
         return any(
             e["type"] == "leader_change"
             and e["topic"] == "__cluster_metadata"

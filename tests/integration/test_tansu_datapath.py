@@ -266,9 +266,9 @@ def test_large_produce_requests_pass_through_whole(kproxy: KproxyProcess) -> Non
 
 def test_the_running_build_is_reported(kproxy: KproxyProcess) -> None:
     """`kproxy_build_info` and the start-up log say which build carried the data above:
-    pure Python here, compiled when tests/unit/test_compiled_build.py runs this module
+    pure Python here, compiled when tests/project/test_compiled_build.py runs this module
     against the mypyc build (the process imports the same kproxy this test does)."""
-    from kproxy.build import hot_path_build
+    from kproxy.observe.build_info import hot_path_build
 
     build = hot_path_build()
     assert build in ("python", "compiled")

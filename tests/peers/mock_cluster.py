@@ -1,6 +1,6 @@
 """librdkafka's mock cluster for tests: the binding kproxy's demo uses (docs/peers.md §1)."""
 
-from kproxy.mockcluster import (
+from kproxy.demo.mockcluster import (
     ERR_TRANSPORT,
     MockCluster,
     MockClusterError,

@@ -15,10 +15,10 @@ from typing import Any
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.metadata.v12.response import MetadataResponse
 
-from kproxy.config import Settings, parse_config
-from kproxy.observability import Observability
-from kproxy.proxy.loop import new_event_loop
-from kproxy.proxy.proxy import Proxy
+from kproxy.config.settings import Settings, parse_config
+from kproxy.observe.observability import Observability
+from kproxy.runtime.loop import new_event_loop
+from kproxy.runtime.proxy import Proxy
 from tests.kio_support import decode_response_frame, encode_request_frame
 from tests.metadata_broker import metadata_broker
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from kproxy.config import parse_config
-from kproxy.observability import Observability
-from kproxy.proxy.proxy import Proxy
+from kproxy.config.settings import parse_config
+from kproxy.observe.observability import Observability
+from kproxy.runtime.proxy import Proxy
 from tests.runtime.loops import (
     DEADLINE,
     LOOPS,

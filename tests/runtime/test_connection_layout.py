@@ -3,7 +3,7 @@
 Each connection, idle or not, keeps a client side, a broker side, a session with its
 two frame readers and its in-flight table. None of them carries a per-instance
 `__dict__` or `__weakref__` slot: the pure classes declare `__slots__`, and under mypyc
-(tests/unit/test_compiled_build.py runs this module against the compiled build) a class
+(tests/project/test_compiled_build.py runs this module against the compiled build) a class
 gets both slots as soon as anything in its ancestry is a Python class (asyncio's
 protocol classes, `typing.Generic`), 16 bytes on every connection. The event loops are
 given protocols that subclass no asyncio class; tests/runtime/test_runtime_loops.py
@@ -16,8 +16,8 @@ import pytest
 
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.frames import FrameReader
-from kproxy.proxy.client import ClientConnection
-from kproxy.proxy.upstream import UpstreamConnection
+from kproxy.runtime.client import ClientConnection
+from kproxy.runtime.upstream import UpstreamConnection
 from kproxy.session.inflight import InFlight
 from kproxy.session.session import ProxySession
 from kproxy.session.streaming import StreamedResponse

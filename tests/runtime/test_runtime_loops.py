@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from kio.schema.metadata.v12.response import MetadataResponse
 
-from kproxy.config import parse_config
-from kproxy.proxy.client import ClientConnection
-from kproxy.proxy.proxy import Proxy
+from kproxy.config.settings import parse_config
+from kproxy.runtime.client import ClientConnection
+from kproxy.runtime.proxy import Proxy
 from tests.metadata_broker import metadata_broker
 from tests.runtime.loops import (
     ADVERTISED,

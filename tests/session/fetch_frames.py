@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from kproxy.protocol.apis import FETCH
 from kproxy.protocol.tagged_fit import PADDING_TAG
-from kproxy.proxy.mapping import AddressMap
+from kproxy.runtime.mapping import AddressMap
 from kproxy.session import ProxySession, SessionLimits, UpstreamStep
 from tests.kio_expected import replace_endpoints
 from tests.kio_support import kio_message_class

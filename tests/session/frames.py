@@ -20,8 +20,8 @@ from kio.schema.produce.v10.response import (
     TopicProduceResponse,
 )
 
-from kproxy.config import parse_config
-from kproxy.proxy.mapping import AddressMap
+from kproxy.config.settings import parse_config
+from kproxy.runtime.mapping import AddressMap
 from kproxy.session import ClientStep, ProxySession, SessionLimits, UpstreamStep
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from tests.kio_support import encode_request_frame, encode_response_frame

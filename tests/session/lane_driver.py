@@ -148,7 +148,7 @@ class Driven:
         s = self.session
         lane_out, lane_requests = b"", []
         self.leading = 0
-        if self.lane:  # as the runtime does (kproxy.proxy.client.ClientConnection)
+        if self.lane:  # as the runtime does (kproxy.runtime.client.ClientConnection)
             key = s.request_alone(data, now)
             if key >= 0:
                 self.taken += 1
@@ -178,7 +178,7 @@ class Driven:
         self.leading = 0
         if self.lane:
             taken: list[tuple[InFlight, int]] = []
-            # In the runtime's order (kproxy.proxy.client.ClientConnection.upstream_bytes).
+            # In the runtime's order (kproxy.runtime.client.ClientConnection.upstream_bytes).
             req = None
             read = s.response_read(data)
             if read is True:

@@ -29,7 +29,7 @@ from kio.schema.update_raft_voter.v0.request import (
     UpdateRaftVoterRequest,
 )
 
-from kproxy.proxy.mapping import AddressMap
+from kproxy.runtime.mapping import AddressMap
 from tests.kio_support import (
     decode_request_frame,
     decode_response_frame,

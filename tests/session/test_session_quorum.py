@@ -27,8 +27,8 @@ from kio.schema.update_raft_voter.v0.request import KRaftVersionFeature, UpdateR
 from kio.schema.update_raft_voter.v0.request import Listener as VoterListener
 from kio.static.primitive import i16, i32, i64, u16
 
-from kproxy.config import parse_config
-from kproxy.proxy.quorum import QuorumMap
+from kproxy.config.settings import parse_config
+from kproxy.runtime.quorum import QuorumMap
 from kproxy.session import ProxySession, SessionLimits
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from tests.kio_support import decode_response_frame, encode_request_frame, encode_response_frame

@@ -22,7 +22,7 @@ from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.plan import Struct, plan_for, walked_versions
 from kproxy.protocol.plan_codes import K_ENDPOINT, OP_ARRAY, OP_CARRAY, OP_NSTRUCT, OP_STRUCT
 from kproxy.protocol.tagged_fit import PADDING_TAG, parse_tagged
-from kproxy.proxy.mapping import AddressMap
+from kproxy.runtime.mapping import AddressMap
 from kproxy.session import ProxySession, UpstreamStep
 from kproxy.session.inflight import InFlight
 from kproxy.session.streaming import StreamedResponse, streamable

@@ -1,0 +1,376 @@
+"""kproxy configuration: YAML -> validated, frozen settings (pydantic models).
+
+Every validation failure raises `ConfigError`, whose ``str()`` is
+``"<yaml path>: <problem>"``, for example ``listeners.broker_port_base: must be <= 65535
+(got 70000)``. Paths are dotted, list items are written ``[i]`` and mapping entries use
+the key (quoted when it is not a plain identifier or an integer). The rules the
+models' annotations cannot say themselves:
+
+* a section whose value is ``null`` (``admin:`` with nothing under it) means "all
+  defaults", and ``listeners.advertised_host: null`` means "same as bind_host";
+* the YAML file must not repeat a key inside one mapping (`kproxy.config.yaml_loader`);
+* ports must not collide across sections (`_check_ports`, the one place for it).
+
+A secret (a password, a token, a private key's passphrase) is never required to stand
+in the YAML itself: `Secret` fields take ``{env: NAME}`` or ``{file: PATH}`` as well as
+the value, and keep it out of ``repr`` and error messages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    Strict,
+    ValidationError,
+    model_validator,
+)
+
+from kproxy.config.errors import FILE_PATH, ConfigError, describe_validation_error, key_segment
+from kproxy.config.events import EventSettings, KafkaSinkSettings
+from kproxy.config.policy import ApiPolicySettings
+from kproxy.config.ports import NodePorts, check_ports
+from kproxy.config.quorum import ControllerSettings, QuorumSettings
+from kproxy.config.sasl import ClusterSaslSettings
+from kproxy.config.section import Section
+from kproxy.config.tls import ClusterTlsSettings, ListenerTlsSettings, SniSettings
+from kproxy.config.types import (
+    Bool,
+    BrokerAddress,
+    Host,
+    NodeIdKey,
+    NodePort,
+    Port,
+    PositiveSeconds,
+    Seconds,
+    Secret,
+    fail,
+    upper,
+)
+from kproxy.config.yaml_loader import read_yaml
+from kproxy.protocol.hostport import (
+    MAX_PORT,
+    HostPort,
+    format_host_port,
+    is_valid_host,
+    is_wildcard,
+    normalize_host,
+    parse_host_port,
+)
+
+__all__ = [
+    "LOG_LEVELS",
+    "AdminSettings",
+    "ApiPolicySettings",
+    "ClusterSaslSettings",
+    "ClusterSettings",
+    "ClusterTlsSettings",
+    "ConfigError",
+    "ControllerSettings",
+    "EventSettings",
+    "HostPort",
+    "KafkaSinkSettings",
+    "LimitSettings",
+    "ListenerSettings",
+    "ListenerTlsSettings",
+    "LogSettings",
+    "MetricsSettings",
+    "QuorumSettings",
+    "RuntimeSettings",
+    "Secret",
+    "Settings",
+    "ShutdownSettings",
+    "SniSettings",
+    "format_host_port",
+    "load_config",
+    "parse_config",
+    "parse_host_port",
+]
+
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+MIN_FRAME_BYTES: Final = 1024
+MAX_FRAME_BYTES: Final = 2**31 - 1
+
+
+class ClusterSettings(Section):
+    """The upstream Kafka cluster."""
+
+    bootstrap_servers: Annotated[tuple[BrokerAddress, ...], Field(min_length=1)]
+    dial_overrides: dict[str, str] = Field(
+        default_factory=dict,
+        description="advertised host:port -> dial host:port, or advertised host -> dial host "
+        "(same port)",
+    )
+    connect_timeout_seconds: PositiveSeconds = 10.0
+    tls: ClusterTlsSettings | None = Field(
+        None, description="TLS to the brokers (absent: plaintext)"
+    )
+    sasl: ClusterSaslSettings | None = Field(
+        None,
+        description="kproxy's own authentication (discovery) on a SASL listener; clients "
+        "authenticate for themselves through kproxy either way",
+    )
+    _exact: dict[HostPort, HostPort] = PrivateAttr(default_factory=dict)
+    _by_host: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _parse_overrides(self) -> ClusterSettings:
+        seen: dict[object, str] = {}
+        for key, value in self.dial_overrides.items():
+            at = f"dial_overrides.{key_segment(key)}"
+            try:
+                host, port = parse_host_port(key)
+            except ValueError:
+                # A bare host maps a name to another host, keeping each broker's port:
+                # the cluster's DNS names, resolved for kproxy alone.
+                if ":" in key or not is_valid_host(key):
+                    raise fail(at, "key must be host:port or host") from None
+                if ":" in value or not is_valid_host(value):
+                    raise fail(at, "must be a host (the key has no port)") from None
+                name = normalize_host(key)
+                if name in seen:
+                    raise fail(at, f"same broker host as {seen[name]!r}") from None
+                seen[name] = key
+                self._by_host[name] = value
+                continue
+            normalized = (normalize_host(host), port)
+            if normalized in seen:
+                raise fail(at, f"same broker address as {seen[normalized]!r}")
+            seen[normalized] = key
+            try:
+                self._exact[normalized] = parse_host_port(value)
+            except ValueError:
+                raise fail(at, "must be host:port") from None
+        return self
+
+    def dial_address(self, host: str, port: int) -> HostPort:
+        """The address to connect to for a broker advertised as ``host:port``."""
+        name = normalize_host(host)
+        exact = self._exact.get((name, port))
+        if exact is not None:
+            return exact
+        return self._by_host.get(name, host), port
+
+
+class ListenerSettings(Section):
+    """Where kproxy listens and what it tells clients."""
+
+    bind_host: Host = "127.0.0.1"
+    advertised_host: Host = Field(
+        "127.0.0.1", description="what clients are told (default: bind_host; never a wildcard)"
+    )
+    bootstrap_port: Port = 9092
+    broker_port_base: Port = Field(
+        9100, description="node N is served on broker_port_base + N (0: OS-chosen per node)"
+    )
+    node_port_overrides: dict[NodeIdKey, NodePort] = Field(
+        default_factory=dict,
+        description="node id -> port, before broker_port_base + id",
+        json_schema_extra={"propertyNames": {"pattern": "^[0-9]+$"}},
+    )
+    max_node_id: Annotated[int, Strict(), Field(ge=0)] = Field(
+        1000, description="ids above this without an override cannot be mapped"
+    )
+    role: Literal["client", "controller"] = Field(
+        "client",
+        description="client: refuse the controller plane (what brokers and controllers send "
+        "each other); controller: serve it too, for a KRaft quorum dialled through kproxy",
+    )
+    tls: ListenerTlsSettings | None = Field(
+        None, description="TLS on the bootstrap and node listeners (absent: plaintext)"
+    )
+    sni: SniSettings | None = Field(
+        None,
+        description="one TLS port (bootstrap_port) for every node, chosen by the server "
+        "name clients send; no port per node (needs tls)",
+    )
+    name: Annotated[str, Strict(), Field(min_length=1, max_length=64)] = Field(
+        "default", description="names this listener in API policy refusals and their log lines"
+    )
+    api_policy: ApiPolicySettings | None = Field(
+        None,
+        description="the Kafka APIs clients may call here; refused ones get the "
+        "authorization error a broker sends (absent: all)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _advertised_defaults_to_bind(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("advertised_host") is None:
+            bind = data.get("bind_host", "127.0.0.1")
+            if isinstance(bind, str) and is_wildcard(bind):
+                raise fail(
+                    "advertised_host", "required when listeners.bind_host is a wildcard address"
+                )
+            data = {**data, "advertised_host": bind}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> ListenerSettings:
+        if self.sni is not None and self.tls is None:
+            raise fail("sni", "needs listeners.tls (the server name comes with the TLS handshake)")
+        if is_wildcard(self.advertised_host):
+            raise fail("advertised_host", "must not be a wildcard address (0.0.0.0 or ::)")
+        most = MAX_PORT - self.broker_port_base
+        if self.max_node_id > most:
+            raise fail(
+                "max_node_id",
+                f"must be <= {most} so that broker_port_base + max_node_id <= {MAX_PORT}",
+            )
+        return self
+
+    def denied_apis(self) -> frozenset[int]:
+        """The API keys this listener refuses (`listeners.api_policy`)."""
+        return frozenset() if self.api_policy is None else self.api_policy.denied_keys()
+
+    def advertises_denied(self) -> bool:
+        """Whether ApiVersions keeps the refused APIs (`api_policy.advertise_denied`)."""
+        return self.api_policy is not None and self.api_policy.advertise_denied
+
+    def port_for_node(self, node_id: int) -> int | None:
+        """The local port serving ``node_id`` (0: OS-chosen), or None if unmappable (and
+        with SNI, where every node shares the bootstrap port)."""
+        if self.sni is not None:
+            return None
+        override = self.node_port_overrides.get(node_id)
+        if override is not None:
+            return override
+        if 0 <= node_id <= self.max_node_id:
+            return self.broker_port_base + node_id if self.broker_port_base else 0
+        return None
+
+
+class LimitSettings(Section):
+    max_frame_bytes: Annotated[int, Strict(), Field(ge=MIN_FRAME_BYTES, le=MAX_FRAME_BYTES)] = (
+        104857600
+    )
+    write_buffer_high_bytes: Annotated[int, Strict(), Field(ge=1)] = Field(
+        4194304,
+        description="unsent bytes held for one side before the other is no longer read "
+        "(64 KiB at most on the standard asyncio loop before Python 3.12)",
+    )
+    max_in_flight_requests: Annotated[int, Strict(), Field(ge=1)] = Field(
+        1000, description="per client connection"
+    )
+    allocator_retain_bytes: Annotated[int, Strict(), Field(ge=0, le=1 << 30)] = Field(
+        33554432, description="freed memory glibc keeps for the next frame (0: its defaults)"
+    )
+    max_connections: Annotated[int, Strict(), Field(ge=1)] | None = Field(
+        None,
+        description="client connections at once, whole proxy (default: what the open-file "
+        "limit allows, two descriptors a connection)",
+    )
+    max_connections_per_client_ip: Annotated[int, Strict(), Field(ge=1)] | None = Field(
+        None, description="client connections at once from one IP address (default: no cap)"
+    )
+    stream_responses_after_bytes: Annotated[int, Strict(), Field(ge=0)] = Field(
+        65536,
+        description="responses at least this large are forwarded as they arrive (a Fetch "
+        "response's records pass through while its end is checked; 0: every response is "
+        "gathered whole first)",
+    )
+    idle_timeout_seconds: PositiveSeconds = Field(
+        600.0, description="no bytes either way for this long closes the pair"
+    )
+    first_request_timeout_seconds: PositiveSeconds = Field(
+        10.0,
+        description="a client that has not sent a whole first request by then is closed "
+        "(the broker is dialled only once it has)",
+    )
+
+
+class AdminSettings(Section):
+    enabled: Bool = True
+    bind_host: Host = "127.0.0.1"
+    port: Port = 9644
+    topology: Bool | Literal["loopback"] = Field(
+        True,
+        description="serve /topology (it shows the brokers' real addresses); loopback: only "
+        "to clients on this host (in Kubernetes, this pod: kubectl port-forward), while "
+        "probes and scrapes reach the other endpoints from outside",
+    )
+    request_timeout_seconds: PositiveSeconds = Field(
+        5.0, description="a request not whole by then, or an idle connection, is closed"
+    )
+
+
+class MetricsSettings(Section):
+    topic_labels: Bool = Field(False, description="label per-topic metrics (cardinality!)")
+
+
+class ShutdownSettings(Section):
+    grace_seconds: Seconds = 10.0
+
+
+class LogSettings(Section):
+    level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(upper)] = "INFO"
+
+
+class RuntimeSettings(Section):
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        "auto", description="auto: uvloop when installed, else the standard loop"
+    )
+
+
+class Settings(Section):
+    """All of kproxy's settings. Derive variants with ``model_copy(update=...)``."""
+
+    cluster: ClusterSettings
+    listeners: ListenerSettings = Field(default_factory=ListenerSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    admin: AdminSettings = Field(default_factory=AdminSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    events: EventSettings = Field(default_factory=EventSettings)
+    shutdown: ShutdownSettings = Field(default_factory=ShutdownSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    quorum: QuorumSettings = Field(default_factory=QuorumSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_sections_mean_defaults(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = {k: v for k, v in data.items() if v is not None or k == "cluster"}
+            if data.get("cluster") is None:
+                data["cluster"] = {}
+        return data
+
+    @model_validator(mode="after")
+    def _check_ports(self) -> Settings:
+        """Cross-section port collisions (`kproxy.config.ports`)."""
+        lst = self.listeners
+        check_ports(
+            NodePorts(
+                lst.bootstrap_port, lst.broker_port_base, lst.max_node_id, lst.node_port_overrides
+            ),
+            self.admin.port if self.admin.enabled else 0,
+            {node_id: c.port for node_id, c in self.quorum.controllers.items()},
+        )
+        return self
+
+
+def parse_config(data: Any) -> Settings:
+    """Validate an already-loaded YAML document (the top-level mapping)."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(FILE_PATH, "top level must be a mapping")
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise describe_validation_error(exc, Settings) from None
+
+
+def load_config(path: str | os.PathLike[str]) -> Settings:
+    """Read, parse and validate the YAML file at ``path``."""
+    return parse_config(read_yaml(path))
+
+
+def config_json_schema() -> dict[str, Any]:
+    """The JSON Schema of kproxy's YAML configuration (`kproxy config-schema`)."""
+    schema = Settings.model_json_schema()
+    schema["title"] = "kproxy configuration"
+    return schema

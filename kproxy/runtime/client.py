@@ -1,0 +1,356 @@
+"""Transport glue for one client connection: every decision about its bytes is the
+session's (`kproxy.session`); this moves them, dials the broker once a first request is
+there (`kproxy.runtime.upstream`), holds backpressure both ways and closes. Memory per
+connection is bounded by the frame limit, the write-buffer high-water mark and the
+in-flight limit, never by how slow a peer is."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Final, cast
+
+from kproxy.protocol.hostport import format_host_port
+from kproxy.runtime.quorum import is_controller_listener
+from kproxy.runtime.readgate import paused, resumed
+from kproxy.runtime.services import ConnectionServices
+from kproxy.runtime.tls import TlsServerLayer
+from kproxy.runtime.upstream import UpstreamConnection, dial
+from kproxy.runtime.write_buffer import limit_write_buffer, write_pieces
+from kproxy.session import ProxySession
+from kproxy.session.inflight import InFlight
+
+log = logging.getLogger("kproxy.connection")
+_now: Final = time.perf_counter
+
+
+class ClientConnection:
+    """The client side of a proxied connection; owns its upstream side: an
+    `asyncio.Protocol` in all but name.
+
+    No asyncio base class: mypyc gives a compiled class with any Python base a
+    `__dict__` and a `__weakref__` slot (16 bytes on every connection, idle or not), and
+    the loops call a protocol's methods by name (`kproxy.runtime.listeners` casts the
+    factory for typeshed's sake)."""
+
+    # Slots: an idle connection's attributes cost a fixed array instead of a dict.
+    __slots__ = (
+        "_dial_task",
+        "_pause_reasons",
+        "_pending",
+        "address",
+        "closed",
+        "controller",
+        "draining",
+        "first_request_due_from",
+        "last_active",
+        "listener",
+        "node_id",
+        "services",
+        "session",
+        "tls",
+        "transport",
+        "upstream",
+    )
+    # The flags first: mypyc lays attributes out in the order they are declared, and
+    # three one-byte flags between pointers took a word each.
+    controller: bool
+    closed: bool
+    draining: bool
+
+    def __init__(self, services: ConnectionServices, listener: str, node_id: int | None) -> None:
+        self.services = services
+        self.listener = listener
+        self.node_id = node_id
+        quorum = services.quorum
+        # A controller's port (KIP-853 quorum through kproxy): the controller plane,
+        # plaintext both ways, dialled where `quorum.controllers` says.
+        self.controller = quorum is not None and is_controller_listener(listener)
+        if quorum is not None and self.controller:
+            self.session = ProxySession(
+                quorum, services.limits, frozenset(), services.controller_policy, quorum
+            )
+        else:
+            self.session = ProxySession(
+                services.addresses,
+                services.limits,
+                services.refused_apis,
+                services.api_policy,
+                quorum,
+                services.awaiting_success,
+            )
+        self.transport: asyncio.Transport | None = None
+        self.upstream: UpstreamConnection | None = None
+        self.closed = False
+        self.draining = False
+        # The client's socket address, (host, port) or for IPv6 (host, port, flowinfo,
+        # scope_id): the transport's own tuple on the standard loop.
+        self.address: tuple[str, int] | tuple[str, int, int, int] | None = None
+        # When it opened while no whole request has come (the first-request timeout runs
+        # from it); None from then on, the broker dialled (a float kept by every idle
+        # connection would be 24 bytes more).
+        self.first_request_due_from: float | None = _now()
+        self.last_active = self.first_request_due_from
+        self._dial_task: asyncio.Task[None] | None = None
+        tls = None if self.controller else services.client_tls
+        self.tls = TlsServerLayer(tls.context) if tls is not None else None
+        self._pause_reasons: tuple[str, ...] = ()  # why the client is not read (readgate)
+        # Requests read before the broker is there; None once it is (an idle connection
+        # holds no empty list).
+        self._pending: list[bytes | memoryview] | None = None
+
+    # -- client side ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        transport = cast(asyncio.Transport, transport)
+        self.transport = transport
+        limit_write_buffer(transport, self.services.write_buffer_high)
+        self.address = transport.get_extra_info("peername") or None
+        self.services.registry.opened(self)
+
+    @property
+    def peer(self) -> str:
+        """host:port of the client, an IPv6 host in brackets, for log lines (formatted
+        when logged: a string kept per connection would be 64 bytes every idle one
+        holds)."""
+        address = self.address
+        return "?" if address is None else format_host_port(address[0], address[1])
+
+    @property
+    def peer_ip(self) -> str:
+        return "?" if self.address is None else str(self.address[0])
+
+    @property
+    def handshaking(self) -> bool:
+        return self.tls is not None and not self.tls.established
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        if self.tls is not None:
+            data = self._decrypt(data)
+            if not data:
+                return
+        now = self.last_active = _now()
+        svc = self.services
+        upstream = self.upstream
+        if upstream is not None and upstream.transport is not None and not self.draining:
+            # One whole request read alone: the session's fast lane (kproxy.session.fast_lane).
+            key = self.session.request_alone(data, now)
+            if key >= 0:
+                upstream.transport.write(data)
+                svc.observe_request(key, len(data) - 4)
+                return
+            # Several whole requests in one read: those at its front, each as if alone.
+            taken: list[tuple[int, int]] = []
+            end = self.session.requests_leading(data, now, taken)
+            if end:
+                upstream.transport.write(data if end == len(data) else data[:end])
+                svc.observer.requests_forwarded(taken)
+                if end == len(data):
+                    return
+                data = data[end:]
+        step = self.session.client_bytes(data, now)
+        if step.to_client:
+            self._write_client(step.to_client)
+        svc.observer.requests_forwarded(step.requests)
+        if step.refused:
+            svc.refused(self, step.refused)
+        if step.close is not None:
+            svc.failed(self, step.close)
+            return
+        if step.held:
+            svc.requests_held(self, step.held)
+        if step.to_upstream:
+            self._to_upstream(step.to_upstream)
+        if step.pause_reading:
+            self._pause("in_flight")
+        if self.draining and not self.session.streaming_request:
+            self._pause("draining")
+
+    def _decrypt(self, data: bytes) -> bytes:
+        """TLS from the client: answer the handshake, return the plaintext (b"" for none
+        yet, or when the connection ends here)."""
+        assert self.tls is not None
+        handshaking = not self.tls.established
+        received = self.tls.receive(data)
+        transport = self.transport
+        if received.to_peer and transport is not None:
+            transport.write(received.to_peer)
+        if received.failure is not None:
+            self.services.tls_failed(self, received.failure)
+            return b""
+        if received.closed:
+            self.close("client_closed")
+            return b""
+        if handshaking and self.tls.established and self.services.addresses.sni is not None:
+            # SNI: the name the client asked for says which node this connection is for
+            # (the handshake already refused any other name).
+            self.node_id = self.services.addresses.sni_target(self.tls.server_name)[1]
+        return received.plaintext
+
+    def _write_client(self, chunks: list[bytes | memoryview]) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        if self.tls is None:
+            write_pieces(transport, chunks)
+        else:
+            transport.write(self.tls.send(chunks))
+
+    def _to_upstream(self, chunks: list[bytes | memoryview]) -> None:
+        upstream = self.upstream
+        if upstream is not None and upstream.transport is not None:
+            write_pieces(upstream.transport, chunks)
+            return
+        if self._pending is None:
+            self._pending = []
+        self._pending.extend(chunks)
+        self._pause("dialling")  # one request's worth, until the broker is there
+        if self.first_request_due_from is not None:
+            self.first_request_due_from = None
+            self._dial_task = asyncio.get_running_loop().create_task(self._dial())
+
+    async def _dial(self) -> None:
+        try:
+            upstream = await dial(self)
+            if upstream is None or self.closed:
+                return
+            self.upstream = upstream
+            pending, self._pending = self._pending, None
+            if upstream.transport is not None and pending is not None:
+                write_pieces(upstream.transport, pending)
+            self._resume("dialling")
+        finally:
+            # A finished task holds ~0.5 KB for as long as the connection lives.
+            self._dial_task = None
+
+    def eof_received(self) -> bool | None:
+        """The client closed its side: the transport closes (`connection_lost` follows)."""
+        return None
+
+    def pause_writing(self) -> None:
+        if self.upstream is not None:
+            self.upstream.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.upstream is not None:
+            self.upstream.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        pending = self.session.client_bytes_pending
+        if not self.closed and pending:
+            self.services.observer.frame_error("client", "truncated_frame")
+            log.warning(
+                "client %s on %s closed in the middle of an incomplete frame (%d bytes)",
+                self.peer,
+                self.listener,
+                pending,
+            )
+            self.close("client_truncated_frame")
+            return
+        self.close("client_reset" if exc else "client_closed")
+
+    # -- upstream side ---------------------------------------------------------------------------
+    def upstream_bytes(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is None or self.closed:
+            return
+        svc = self.services
+        now = self.last_active = _now()
+        session = self.session
+        if not self.draining:
+            # One plain response read alone, or a small one read in parts (as a broker
+            # writes a Fetch response) kept until its last part, then sent whole
+            # (kproxy.session.fast_lane). Asked before `streamed_passes` (the two never
+            # both take a read): a consumer's responses are mostly small, and a streamed
+            # one's reads are ~100 KB each.
+            read = session.response_read(data)
+            if read is True:
+                return
+            if read is not False:
+                # Written here, not by a method: a call more on every response.
+                req, response = read
+                if self.tls is None:
+                    transport.write(response)
+                else:
+                    transport.write(self.tls.send([response]))
+                svc.observe_response(req, len(response) - 4, now - req.received, _now())
+                return
+            # Inside a large response forwarded as it arrives, in bytes nothing reads.
+            if session.streamed_passes(data):
+                self._write_client([data])
+                return
+            # Several whole responses in one read: as for requests.
+            taken: list[tuple[InFlight, int]] = []
+            end = session.responses_leading(data, taken)
+            if end:
+                self._write_client([data if end == len(data) else data[:end]])
+                done = _now()
+                for req, size in taken:
+                    svc.observe_response(req, size, now - req.received, done)
+                if end == len(data):
+                    return
+                data = data[end:]
+        step = self.session.upstream_bytes(data, now)
+        while step.nodes_needing_listeners:
+            svc.learned(step)
+            svc.listeners.open_nodes(step.nodes_needing_listeners)
+            step = self.session.listeners_opened(now, step)
+        svc.learned(step)
+        if step.close is not None:
+            svc.failed(self, step.close)
+            return
+        if not step.responses and not step.to_client:
+            return
+        self._write_client(step.to_client)
+        if step.to_upstream:
+            self._to_upstream(step.to_upstream)
+        svc.observe_responses(step, self.node_id, _now())
+        if step.refused:
+            svc.refused(self, step.refused)
+        if step.resume_reading:
+            self._resume("in_flight")
+        if self.draining and not self.session.answering and not self.session.streaming_request:
+            self.close("shutdown")
+
+    def upstream_full(self, full: bool) -> None:
+        if full:
+            self._pause("upstream_full")
+        else:
+            self._resume("upstream_full")
+
+    # -- reading, draining, closing -------------------------------------------------------------
+    def _pause(self, reason: str) -> None:
+        self._pause_reasons = paused(self.transport, self._pause_reasons, reason)
+
+    def _resume(self, reason: str) -> None:
+        if not self.closed:
+            self._pause_reasons = resumed(self.transport, self._pause_reasons, reason)
+
+    def drain(self) -> None:
+        """Shutdown: read no new request, close once every forwarded one is answered
+        (a large request already on its way is read to its end first)."""
+        self.draining = True
+        if not self.session.streaming_request:
+            if not self.session.answering:
+                self.close("shutdown")
+                return
+            self._pause("draining")
+
+    def close(self, cause: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._dial_task is not None and not self._dial_task.done():
+            self._dial_task.cancel()
+        if self.transport is not None:
+            if self.tls is not None:
+                self.transport.write(self.tls.close())
+            self.transport.close()
+        if self.upstream is not None:
+            self.upstream.close()
+        self._pending = None
+        self.session.close()
+        self.services.registry.closed(self, cause)

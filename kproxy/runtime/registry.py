@@ -1,0 +1,176 @@
+"""The live client connections: admission against the connection limits, the idle and
+first-request timeouts, and the drain at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import time
+from collections import Counter
+from typing import Protocol
+
+from kproxy.runtime.observer import ProxyObserver
+from kproxy.runtime.ratelog import RateLimitedLog
+
+log = logging.getLogger("kproxy.connections")
+_now = time.perf_counter
+# Descriptors kept back from client connections: listeners, the admin server, the event
+# log, discovery and the interpreter's own files.
+RESERVED_DESCRIPTORS = 64
+
+
+class Connection(Protocol):
+    listener: str
+    last_active: float
+    first_request_due_from: float | None  # None once a whole first request came
+    closed: bool
+
+    @property
+    def peer(self) -> str: ...
+
+    @property
+    def peer_ip(self) -> str: ...
+
+    @property
+    def handshaking(self) -> bool: ...
+
+    def drain(self) -> None: ...
+
+    def close(self, cause: str) -> None: ...
+
+
+def descriptor_limit_connections() -> int:
+    """Client connections the open-file limit allows: two descriptors each (the client's
+    and its broker's), after a reserve."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 20
+    return max(1, (soft - RESERVED_DESCRIPTORS) // 2)
+
+
+class ConnectionRegistry:
+    """Every live client connection of one kproxy process."""
+
+    def __init__(
+        self,
+        observer: ProxyObserver,
+        max_connections: int | None,
+        max_per_ip: int | None,
+        idle_timeout: float,
+        first_request_timeout: float,
+    ) -> None:
+        self.observer = observer
+        self.set_limits(max_connections, max_per_ip, idle_timeout, first_request_timeout)
+        self.connections: set[Connection] = set()
+        self.per_ip: Counter[str] = Counter()
+        self.accepting = True
+        self.empty = asyncio.Event()
+        self.empty.set()
+        self.refusals = RateLimitedLog(log)
+
+    def set_limits(
+        self,
+        max_connections: int | None,
+        max_per_ip: int | None,
+        idle_timeout: float,
+        first_request_timeout: float,
+    ) -> None:
+        """At start, and on a reload: new connections meet the new caps at once."""
+        fd_cap = descriptor_limit_connections()
+        if max_connections is not None and max_connections > fd_cap:
+            log.warning(
+                "limits.max_connections %d is more than the open-file limit allows (%d "
+                "connections at two descriptors each): raise the limit (ulimit -n) or expect "
+                "refusals for lack of descriptors",
+                max_connections,
+                fd_cap,
+            )
+        self.max_connections = max_connections or fd_cap
+        self.limit_reason = "connection_limit" if max_connections else "descriptor_limit"
+        self.max_per_ip = max_per_ip
+        self.idle_timeout = idle_timeout
+        self.first_request_timeout = first_request_timeout
+
+    def opened(self, conn: Connection) -> bool:
+        reason = None
+        if not self.accepting:
+            reason = "shutting_down"
+        elif len(self.connections) >= self.max_connections:
+            reason = self.limit_reason
+        elif self.max_per_ip is not None and self.per_ip[conn.peer_ip] >= self.max_per_ip:
+            reason = "client_ip_limit"
+        if reason is not None:
+            self.observer.connection_refused(conn.listener, reason)
+            self.refusals.warning(
+                reason, "refusing client %s on %s: %s", conn.peer, conn.listener, reason
+            )
+            conn.close(reason)
+            return False
+        self.connections.add(conn)
+        self.per_ip[conn.peer_ip] += 1
+        self.empty.clear()
+        self.observer.connection_opened(conn.listener)
+        return True
+
+    def closed(self, conn: Connection, cause: str) -> None:
+        if conn in self.connections:
+            self.connections.discard(conn)
+            self.per_ip[conn.peer_ip] -= 1
+            if self.per_ip[conn.peer_ip] <= 0:
+                del self.per_ip[conn.peer_ip]
+            self.observer.connection_closed(conn.listener, cause)
+            if not self.connections:
+                self.empty.set()
+
+    def sweep(self) -> None:
+        """Close connections idle too long, and clients that never sent a first request."""
+        now = _now()
+        for conn in list(self.connections):
+            due_from = conn.first_request_due_from
+            if due_from is not None and now - due_from > self.first_request_timeout:
+                if conn.handshaking:
+                    self._handshake_timeout(conn)
+                    continue
+                self.refusals.warning(
+                    "first_request_timeout",
+                    "closing client %s on %s: no whole request within %.0f s",
+                    conn.peer,
+                    conn.listener,
+                    self.first_request_timeout,
+                )
+                conn.close("first_request_timeout")
+            elif now - conn.last_active > self.idle_timeout:
+                log.info(
+                    "closing client %s on %s: idle for %.0f s",
+                    conn.peer,
+                    conn.listener,
+                    now - conn.last_active,
+                )
+                conn.close("idle_timeout")
+
+    def _handshake_timeout(self, conn: Connection) -> None:
+        self.observer.tls_handshake_failed("client", "timeout")
+        self.refusals.warning(
+            "tls_handshake_timeout",
+            "closing client %s on %s: TLS handshake not finished within %.0f s",
+            conn.peer,
+            conn.listener,
+            self.first_request_timeout,
+        )
+        conn.close("tls_handshake_timeout")
+
+    async def run_sweeps(self) -> None:
+        interval = min(self.idle_timeout, self.first_request_timeout) / 4
+        while True:
+            await asyncio.sleep(min(5.0, max(0.05, interval)))
+            self.sweep()
+
+    def drain(self) -> None:
+        self.accepting = False
+        for conn in list(self.connections):
+            conn.drain()
+
+    def close_all(self, cause: str) -> None:
+        for conn in list(self.connections):
+            conn.close(cause)

@@ -1,0 +1,186 @@
+"""What every connection of one kproxy process shares."""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Callable
+
+from kproxy.protocol.apis import api_name
+from kproxy.runtime.discovery import ClusterDiscovery, NodeReports
+from kproxy.runtime.listeners import ListenerSet
+from kproxy.runtime.mapping import AddressMap
+from kproxy.runtime.observer import ProxyObserver
+from kproxy.runtime.quorum import QuorumMap
+from kproxy.runtime.ratelog import RateLimitedLog
+from kproxy.runtime.registry import Connection, ConnectionRegistry
+from kproxy.runtime.tls import ServerTls
+from kproxy.runtime.tls import failure_reason as tls_failure_reason
+from kproxy.runtime.tls import failure_text as tls_failure_text
+from kproxy.session import SessionClose, SessionLimits, UpstreamStep
+from kproxy.session.inflight import InFlight
+from kproxy.session.policy import ApiPolicy
+
+log = logging.getLogger("kproxy.connection")
+
+
+class ConnectionServices:
+    """The shared parts a connection uses: mapping, listeners, observer, limits."""
+
+    def __init__(
+        self,
+        addresses: AddressMap,
+        listeners: ListenerSet,
+        discovery: ClusterDiscovery,
+        reports: NodeReports,
+        registry: ConnectionRegistry,
+        observer: ProxyObserver,
+        limits: SessionLimits,
+        refused_apis: frozenset[int],
+        api_policy: ApiPolicy,
+        write_buffer_high: int,
+        connect_timeout: float,
+        client_tls: ServerTls | None = None,
+        upstream_tls: ssl.SSLContext | None = None,
+        quorum: QuorumMap | None = None,
+    ) -> None:
+        self.addresses = addresses
+        self.listeners = listeners
+        self.discovery = discovery
+        # Whether a response has been relayed: one native flag read per response, where
+        # `discovery.reached` is an attribute of a Python object (mark_reached is idempotent).
+        self._relayed = False
+        self.reports = reports
+        self.registry = registry
+        self.observer = observer
+        # One response the fast lane forwarded (nothing in it but its frame and
+        # latencies to report), after the write. Once the cluster has been reached, the
+        # observer's hook itself: a call less on every response.
+        self.observe_response: Callable[[InFlight, int, float, float], None] = self._first_response
+        # One request the fast lane forwarded: the observer's counter itself.
+        self.observe_request: Callable[[int, int], None] = observer.request_counter()
+        # The observer's live view, shared by every connection's session.
+        self.awaiting_success = observer.clients_awaiting_success()
+        self.limits = limits
+        self.refused_apis = refused_apis  # by this proxy's listeners (listeners.role)
+        self.api_policy = api_policy  # listeners.api_policy, shared: a reload updates it
+        self.write_buffer_high = write_buffer_high
+        self.connect_timeout = connect_timeout
+        self.client_tls = client_tls  # listeners.tls: clients handshake before anything
+        self.upstream_tls = upstream_tls  # cluster.tls
+        self.quorum = quorum  # quorum.controllers, when kproxy carries a KRaft quorum
+        # Controller ports serve the whole controller plane and refuse nothing: the
+        # controller behind each answers as it would on its own listener.
+        self.controller_policy = ApiPolicy("controller")
+        self.held_log = RateLimitedLog(log)
+        self.tls_log = RateLimitedLog(log)
+        self.refused_log = RateLimitedLog(log)
+        self.trimmed_log = RateLimitedLog(log)
+
+    def requests_held(self, conn: Connection, count: int) -> None:
+        """A client pipelined past the in-flight limit: the rest wait, reading pauses."""
+        self.observer.requests_held(conn.listener, count)
+        self.held_log.warning(
+            "in_flight_limit",
+            "client %s on %s reached %d requests in flight: %d more wait, reading paused",
+            conn.peer,
+            conn.listener,
+            self.limits.max_in_flight_requests,
+            count,
+        )
+
+    def refused(self, conn: Connection, api_keys: list[int]) -> None:
+        """Requests the listener's API policy refused, answered with an authorization
+        error (a log line per API, rate-limited, and a count)."""
+        listener = self.api_policy.listener
+        for key in api_keys:
+            self.observer.request_refused(key, conn.listener)
+            self.refused_log.warning(
+                api_name(key),
+                "refused %s from client %s on %s: not allowed on listener %r (api_policy)",
+                api_name(key),
+                conn.peer,
+                conn.listener,
+                listener,
+            )
+
+    def learned(self, step: UpstreamStep) -> None:
+        """Report the nodes a step learned (before what names them is sent)."""
+        for node_id, host, port in step.learned:
+            self.reports.learned(node_id, host, port)
+        step.learned = []
+
+    def failed(self, conn: Connection, why: SessionClose) -> None:
+        """Bad bytes: close this pair with a log line and a metric; nothing else notices."""
+        self.observer.frame_error(why.side, why.reason)
+        log.warning(
+            "closing client %s on %s: bad %s frame (%s): %s",
+            conn.peer,
+            conn.listener,
+            why.side,
+            why.reason,
+            why.message,
+        )
+        conn.close(why.cause)
+
+    def tls_failed(self, conn: Connection, exc: BaseException) -> None:
+        """A client's TLS handshake failed: close it with a log line and a metric."""
+        reason = tls_failure_reason(exc)
+        self.observer.tls_handshake_failed("client", reason)
+        self.tls_log.warning(
+            reason,
+            "closing client %s on %s: TLS handshake failed (%s): %s",
+            conn.peer,
+            conn.listener,
+            reason,
+            tls_failure_text(exc),
+        )
+        conn.close("tls_handshake_failed")
+
+    def _first_response(
+        self, req: InFlight, size: int, upstream_seconds: float, done: float
+    ) -> None:
+        """`observe_response` until a response has been relayed (`_relay_began` then
+        rebinds it to the observer's own hook, so this runs only before)."""
+        self._relay_began()
+        self.observer.response_forwarded(req, size, upstream_seconds, done)
+
+    def _relay_began(self) -> None:
+        self._relayed = True
+        self.observe_response = self.observer.response_forwarded
+        self.discovery.mark_reached()
+
+    def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
+        """Hand what a step forwarded to the observer: after the write, never before
+        (requests that waited for a slot and went out with it included)."""
+        if not self._relayed:
+            self._relay_began()
+        obs = self.observer
+        if step.requests:
+            obs.requests_forwarded(step.requests)
+        obs.responses_forwarded(step.responses, done)
+        for seen in step.responses:
+            key = seen.api_key
+            if seen.leaders:
+                obs.leaders(key, seen.client_id, node_id, seen.leaders, seen.endpoint_nodes)
+            if seen.rewritten or seen.removed:
+                obs.endpoints(key, seen.rewritten, seen.removed)
+        for dropped, lowered in step.clamped:
+            obs.api_versions_clamped(dropped, lowered)
+        for api_key, count in step.redacted:
+            obs.configs_redacted(api_key, count)
+        for api_key, tail in step.streamed:
+            obs.response_streamed(api_key, tail)
+        for api_key, size in step.trimmed:
+            obs.response_trimmed(api_key, size)
+            name = api_name(api_key)
+            self.trimmed_log.warning(
+                name,
+                "a %s response from %s carried %d byte(s) after its message, kept from "
+                "the client (kproxy_responses_trimmed_total)",
+                name,
+                "the bootstrap broker" if node_id is None else f"node {node_id}",
+                size,
+            )
+        for unmapped in step.unmapped:
+            self.reports.unmapped(unmapped)
