@@ -1,14 +1,13 @@
 """What `python -m bench ab` prints: one table row per path (medians and spreads, the
-ratio to direct taken round by round), how still each proxy held, the syscalls and
-native CPU per message when recorded, and the tree against the baseline round by
-round."""
+ratio to direct taken round by round), how still each proxy held, and the tree against
+the baseline round by round."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from bench.results_file import KPROXY_PATHS as TARGET_PATHS
-from bench.results_file import per_message, per_wakeup, quotients, rounds_of, series
+from bench.results_file import per_message, rounds_of, series
 from bench.stats import ratio_summary, summarize
 
 KPROXY_PATHS = (*TARGET_PATHS, "kproxy-base")  # the targets' kproxy paths and the baseline
@@ -69,106 +68,6 @@ def stability_lines(results: dict[str, Any]) -> list[str]:
 
     rows = stability_rows(results)
     return _aligned([list(HEADER), *rows]) if rows else []
-
-
-def wakeup_lines(results: dict[str, Any], workload: str) -> list[str]:
-    """Each proxy's wakeups (voluntary context switches: sleeps in epoll_wait, mostly)
-    and preemptions per message moved, and its CPU, user time and run-queue wait per
-    wakeup, medians over the rounds. Two proxies that wake as often differ per wakeup:
-    what each does with the caches it finds there, and how long it waits for a core
-    before it runs (docs/performance.md, "Wakeups"). None without a run that counted
-    them."""
-    wl = results["workloads"][workload]
-    runs, rounds = wl.get("runs", []), rounds_of(results)
-    rows = [["path", "wakeups/message", "preemptions/message", "CPU us/wakeup",
-             "user us/wakeup", "run-queue us/wakeup"]]  # fmt: skip
-    for path in results["paths"]:
-        wakeups = per_message(runs, path, "wakeups", rounds)
-        if path == "direct" or all(w is None for w in wakeups):
-            continue
-        preempted = per_message(runs, path, "preemptions", rounds)
-        row = [path, _span(summarize(wakeups), ".3f"), _span(summarize(preempted), ".3f")]
-        for key in ("cpu_seconds", "cpu_user_seconds", "run_queue_seconds"):
-            row.append(_span(summarize(per_wakeup(runs, path, key, rounds)), ".1f"))
-        rows.append(row)
-    return _aligned(rows) if len(rows) > 1 else []
-
-
-def run_queue_lines(results: dict[str, Any], workload: str) -> list[str]:
-    """Who waited for a core, microseconds a message moved (medians over the rounds):
-    the proxy, the client while it was timed, and the broker. A path's round trip holds
-    every wait on it, and on a host of few cores a proxy that keeps a core longer may
-    make the client and the broker wait (docs/performance.md, "Wakeups"). Paired rounds
-    record no client's and no broker's: their paths share both. None without a run that
-    read them."""
-    wl = results["workloads"][workload]
-    runs, rounds = wl.get("runs", []), rounds_of(results)
-    rows = [["path", "proxy run-queue us/message", "client run-queue us/message",
-             "broker run-queue us/message"]]  # fmt: skip
-    for path in results["paths"]:
-        waits = [
-            per_message(runs, path, "run_queue_seconds", rounds),
-            quotients(series(runs, path, "client_run_queue_seconds", rounds),
-                       series(runs, path, "measured_messages", rounds)),
-            per_message(runs, path, "run_queue_seconds", rounds, "broker"),
-        ]  # fmt: skip
-        cells = [summarize(None if v is None else v * 1e6 for v in w) for w in waits]
-        if all(c["median"] is None for c in cells):
-            continue
-        rows.append([path, *(_span(c, ".2f") for c in cells)])
-    return _aligned(rows) if len(rows) > 1 else []
-
-
-def syscall_lines(results: dict[str, Any], workload: str) -> list[str]:
-    """A run with ``--syscalls``: each proxy's syscalls per message moved, by syscall
-    (median over the rounds; those below 0.01 per message on every path left out)."""
-    return _by_name_lines(results, workload, "syscalls_by_name", "syscalls per message",
-                          1.0, 0.01, ".3f")  # fmt: skip
-
-
-def object_lines(results: dict[str, Any], workload: str) -> list[str]:
-    """A run with ``--native-profile``: each proxy's CPU microseconds per message moved,
-    by the object they went to (median over the rounds; below 0.1 us everywhere left
-    out)."""
-    return _by_name_lines(results, workload, "cpu_seconds_by_object", "CPU us per message",
-                          1e6, 0.1, ".1f")  # fmt: skip
-
-
-def _by_name_lines(
-    results: dict[str, Any],
-    workload: str,
-    key: str,
-    title: str,
-    scale: float,
-    least: float,
-    spec: str,
-) -> list[str]:
-    """A table of a proxy figure kept by name (``key`` of a run's ``proxy`` record), per
-    message moved times ``scale``: one row per name, the largest first, one column per
-    path; names below ``least`` on every path left out."""
-    wl = results["workloads"][workload]
-    runs, rounds = wl.get("runs", []), rounds_of(results)
-    table: dict[str, dict[str, float]] = {}
-    for path in results["paths"]:
-        messages = series(runs, path, "messages", rounds)
-        per_round: dict[str, list[float | None]] = {}
-        for run in runs:
-            by_name = (run.get("proxy") or {}).get(key)
-            if run.get("path") != path or not run.get("ok") or not by_name:
-                continue
-            moved = messages[int(run.get("round", 0))]
-            for name, value in by_name.items():
-                per_round.setdefault(name, []).append(value * scale / moved if moved else None)
-        for name, values in per_round.items():
-            median = summarize(values)["median"]
-            if median is not None:
-                table.setdefault(name, {})[path] = median
-    paths = [p for p in results["paths"] if any(p in row for row in table.values())]
-    names = sorted((n for n, row in table.items() if max(row.values()) >= least),
-                   key=lambda n: -max(table[n].values()))  # fmt: skip
-    rows = [[title, *paths]]
-    rows += [[n, *(format(table[n].get(p, 0.0), spec) for p in paths)] for n in names]
-    return _aligned(rows)
 
 
 def paired_lines(results: dict[str, Any], workload: str, path: str, base: str) -> list[str]:

@@ -21,24 +21,24 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.ab import compiled_copy
+from bench.builds import compiled_copy
 from bench.catalog import UPSTREAM_ORDER, UPSTREAM_TITLES, Workload, workloads
 from bench.generate import generate, one_line
 from bench.kafka_upstream import KafkaUpstream
 from bench.machine import machine_info, raise_fd_limit, software_versions
 from bench.mock_upstream import MockUpstream
 from bench.one_run import CONSUMING, measure_run
-from bench.peers import BENCH, Unavailable
+from bench.options import Options
+from bench.peers import Unavailable
 from bench.results_file import COMPILED_PATHS
 from bench.stats import ORDER, round_order
 from bench.tansu_upstream import TansuUpstream
 from bench.upstreams import (
     ALL_PATHS,
-    DEFAULT_PATHS,
     FORWARDING_PATHS,
     MAIN,
     PATH_DESCRIPTIONS,
@@ -46,42 +46,12 @@ from bench.upstreams import (
     Upstream,
     prefill,
 )
-from bench.wakeup_cost import wakeup_cost
 
 # Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
 RESTARTED_WITH_BROKER = ("tansu-proxy",)
 
 # Workload kinds that write to the broker what the next path would find there.
 WRITING = ("produce", "connections")
-
-
-@dataclass
-class Options:
-    quick: bool = False
-    rounds: int = 3
-    workloads: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=lambda: list(DEFAULT_PATHS))
-    baseline_source: Path | None = None  # bench ab --baseline: that revision's checkout
-    baseline_loop: str = "uvloop"  # the loop kproxy-base runs on (bench ab --standard-loop)
-    floor_loop: str = "uvloop"  # and python-floor
-    baseline_python: str = sys.executable  # and its interpreter (bench ab --baseline-python)
-    # Settings kproxy-base runs with changed (bench ab --baseline-set), dotted key: value.
-    baseline_settings: dict[str, Any] = field(default_factory=dict)
-    scale: float = 1.0
-    out_json: Path = BENCH / "results.json"
-    out_md: Path | None = BENCH / "RESULTS.md"
-    out_png: Path | None = BENCH / "results.png"
-    workdir: Path | None = None
-    profile_dir: Path | None = None
-    syscalls_dir: Path | None = None  # perf trace -s of every proxy (bench.recorders)
-    native_profile_dir: Path | None = None  # perf record -g of every proxy (the same)
-    run_timeout: float = 300.0
-    # A fresh process for every kproxy path at the start of every round. One process kept
-    # for all rounds seems to carry its own luck into each of them (where ASLR put it,
-    # its hash seed's dict layouts, say): a few percent of CPU per message that stays put
-    # round after round, and reads as a difference between two builds when an A/B runs
-    # each in one process (bench/README.md).
-    fresh_kproxy: bool = True
 
 
 class Harness:
@@ -105,12 +75,12 @@ class Harness:
                 "rounds": opts.rounds,
                 "scale": opts.scale,
                 "order": ORDER,
-                "fresh_kproxy": opts.fresh_kproxy,
+                "fresh_kproxy": True,
                 "argv": sys.argv[1:],
                 "started": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(self.started)),
                 "workdir": str(self.workdir),
             },
-            "machine": {**machine_info(), "wakeup": wakeup_cost()},
+            "machine": machine_info(),
             "versions": {},
             "paths": {p: {"description": PATH_DESCRIPTIONS[p], "status": {}} for p in self.paths},
             "upstreams": {},
@@ -160,7 +130,6 @@ class Harness:
             # An interrupted run's partial results say when it stopped, too.
             self.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
             self.results["machine"]["load_average_end"] = list(os.getloadavg())
-            self.results["machine"]["wakeup_end"] = wakeup_cost()
         self.save()
         return self.results
 
@@ -175,11 +144,7 @@ class Harness:
             up = MockUpstream(wd)
         up.baseline_source = self.opts.baseline_source
         up.baseline_loop = self.opts.baseline_loop
-        up.baseline_python = self.opts.baseline_python
-        up.baseline_settings = self.opts.baseline_settings
         up.compiled_source = self.compiled_source
-        up.want_floor = "python-floor" in self.paths
-        up.floor_loop = self.opts.floor_loop
         return up
 
     @functools.cached_property
@@ -243,7 +208,7 @@ class Harness:
                 self.save()
         finally:
             for proxy in proxies.values():
-                if proxy is not None and proxy not in (up.haproxy, up.floor):
+                if proxy is not None and proxy is not up.haproxy:
                     with contextlib.suppress(Exception):
                         proxy.stop()
             with contextlib.suppress(Exception):
@@ -295,11 +260,14 @@ class Harness:
                 if up.name == "tansu":
                     self._reset_broker(up, proxies)  # in-memory data does not pile up
                 if wl.kind == "connections":
-                    # haproxy and python-floor belong to the upstream (haproxy pools what
-                    # it frees anyway)
+                    # haproxy belongs to the upstream (and pools what it frees anyway)
                     fresh = [p for p in proxies if p not in ("direct", *FORWARDING_PATHS)]
                     self._restart_proxies(up, proxies, fresh)
-                elif self.opts.fresh_kproxy:
+                else:
+                    # A fresh kproxy process every round: one process kept for all rounds
+                    # carries its own luck into each (where ASLR put it, its hash seed's
+                    # dict layouts), a few percent of CPU per message that reads as a
+                    # difference between two builds (docs/performance.md, "Method").
                     kproxies = [p for p in proxies if p.startswith("kproxy-")]
                     self._restart_proxies(up, proxies, kproxies)
                 if wl.kind in CONSUMING and (r == 0 or not persistent):

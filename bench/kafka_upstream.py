@@ -18,8 +18,7 @@ from tests.peers.net import LOOPBACK, free_ports
 class KafkaUpstream(Upstream):
     """One Apache Kafka node (KRaft, combined mode). Clients and proxies use its INTERNAL
     listener (advertised as ``127.0.0.1:port``); an extra ``HAPROXY`` listener is
-    advertised as haproxy's port, and haproxy forwards to it (``FLOOR`` the same for
-    python-floor, started with ``want_floor``)."""
+    advertised as haproxy's port, and haproxy forwards to it."""
 
     name = "kafka"
     node_ids = [1]
@@ -47,27 +46,23 @@ class KafkaUpstream(Upstream):
         )
         node = self.cluster.nodes[1]
         self.hap_listener_port, self.hap_port = free_ports(2)
-        self.floor_listener_port, self.floor_port = free_ports(2)
         listeners = (
             f"CONTROLLER://{LOOPBACK}:{node.controller_port},"
             f"INTERNAL://{LOOPBACK}:{node.internal_port},"
             f"EXTERNAL://{LOOPBACK}:{node.external_port},"
-            f"HAPROXY://{LOOPBACK}:{self.hap_listener_port},"
-            f"FLOOR://{LOOPBACK}:{self.floor_listener_port}"
+            f"HAPROXY://{LOOPBACK}:{self.hap_listener_port}"
         )
         advertised = (
             f"INTERNAL://{LOOPBACK}:{node.internal_port},"
             f"EXTERNAL://{node.external_advertised},"
-            f"HAPROXY://{LOOPBACK}:{self.hap_port},"
-            f"FLOOR://{LOOPBACK}:{self.floor_port}"
+            f"HAPROXY://{LOOPBACK}:{self.hap_port}"
         )
         self.cluster.broker_config.update(
             {
                 "listeners": listeners,
                 "advertised.listeners": advertised,
                 "listener.security.protocol.map": (
-                    "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,"
-                    "HAPROXY:PLAINTEXT,FLOOR:PLAINTEXT"
+                    "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,HAPROXY:PLAINTEXT"
                 ),
                 # Runs write hundreds of MB each and the harness drops each run's topic
                 # after it: its files go at once, and with them their dirty pages.
@@ -95,8 +90,6 @@ class KafkaUpstream(Upstream):
             ).start()
         except (Unavailable, RuntimeError, TimeoutError) as exc:
             self.haproxy_error = str(exc)
-        if self.want_floor:
-            self._start_floor(f"{LOOPBACK}:{self.floor_listener_port}", self.floor_port)
 
     def stop(self) -> None:
         self.stop_forwarders()

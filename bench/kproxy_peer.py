@@ -1,6 +1,5 @@
 """kproxy as a benchmark peer: a subprocess of a checkout's kproxy (this one, or a
-`bench ab` baseline's) on uvloop or the standard loop, with the defaults users run and
-any settings a `--baseline-set` changes.
+`bench ab` baseline's) on uvloop or the standard loop, with the defaults users run.
 """
 
 from __future__ import annotations
@@ -8,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +31,10 @@ class KproxyPeer(LoopbackPeer):
         dial_overrides: dict[str, str] | None = None,
         log_level: str = "WARNING",
         source: Path = REPO,
-        python: str = sys.executable,
-        settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.loop = loop
         self.source = source  # the checkout whose kproxy runs (bench ab: a baseline)
-        # The interpreter it runs on (bench ab --baseline-python: another Python's).
-        self.python = python
         self.workdir = workdir
         self.port, self.admin_port = free_ports(2)
         cluster: dict[str, Any] = {"bootstrap_servers": bootstrap_servers}
@@ -61,9 +55,6 @@ class KproxyPeer(LoopbackPeer):
             "log": {"level": log_level},
             "runtime": {"event_loop": loop},
         }
-        # bench ab --baseline-set: one setting changed, to A/B what it costs.
-        for dotted, value in (settings or {}).items():
-            set_dotted(self.config, dotted, value)
         self.process: PeerProcess | None = None
 
     def write_config(self) -> Path:
@@ -83,7 +74,8 @@ class KproxyPeer(LoopbackPeer):
     def config_error(self) -> str | None:
         """What this kproxy's own `check-config` says against its configuration, or None
         when it takes it (the source's and the interpreter's kproxy, not this one's)."""
-        argv = [self.python, "-m", "kproxy", "check-config", "--config", str(self.write_config())]
+        config = str(self.write_config())
+        argv = [sys.executable, "-m", "kproxy", "check-config", "--config", config]
         env = env_with_path(self.source)
         done = subprocess.run(argv, env=env, cwd=self.source, capture_output=True, text=True,
                               timeout=60, check=False)  # fmt: skip
@@ -92,7 +84,7 @@ class KproxyPeer(LoopbackPeer):
     def start(self) -> KproxyPeer:
         cfg = self.write_config()
         env = env_with_path(self.source)
-        argv = [self.python, "-m", "kproxy", "run", "--config", str(cfg)]
+        argv = [sys.executable, "-m", "kproxy", "run", "--config", str(cfg)]
         self.process = PeerProcess(
             self.name, argv, log_path=self.workdir / "kproxy.log", env=env, cwd=self.source
         ).start()
@@ -137,18 +129,6 @@ class KproxyPeer(LoopbackPeer):
                 if key is not None:
                     out[key] += sample.value
         return out
-
-
-def set_dotted(config: dict[str, Any], dotted: str, value: Any) -> None:
-    """``config["a"]["b"] = value`` for ``a.b``, making sections that are missing; a
-    ValueError when a part of the path is already a value, not a section."""
-    *sections, key = dotted.split(".")
-    where = config
-    for depth, section in enumerate(sections, 1):
-        where = where.setdefault(section, {})
-        if not isinstance(where, dict):
-            raise ValueError(f"{'.'.join(sections[:depth])} is a value, not a section")
-    where[key] = value
 
 
 def _has_event_loop_setting(source: Path) -> bool:

@@ -11,7 +11,6 @@ import resource
 import subprocess
 from typing import Any
 
-from bench.grepplabs_peer import grepplabs_version
 from bench.kroxylicious_peer import KROXYLICIOUS_VERSION
 from bench.peers import REPO, haproxy_version, java_version, tansu_version
 
@@ -75,7 +74,6 @@ def software_versions() -> dict[str, str | None]:
         "java": java_version(),
         "haproxy": haproxy_version(),
         "kroxylicious": KROXYLICIOUS_VERSION,
-        "grepplabs-kafka-proxy": grepplabs_version(),
     }
 
 

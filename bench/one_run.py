@@ -1,7 +1,7 @@
 """One run of one workload over one path: what the harness records for it.
 
 The client runs alone inside the meters (the proxy's and the broker's CPU from /proc,
-the host's steal), and the recorders (py-spy, perf) watch the proxy for as long.
+the host's steal).
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 from bench.catalog import Workload
 from bench.generate import generate, one_line
 from bench.proxy_meter import BrokerMeter, ProxyMeter
-from bench.recorders import RunRecorders
 from bench.steal import StealMeter
 from bench.upstreams import Upstream
 
 if TYPE_CHECKING:
-    from bench.harness import Options
+    from bench.options import Options
 
 # Workload kinds that read a topic filled before the round (the others write their own).
 CONSUMING = ("consume", "perf-consume")
@@ -43,7 +42,6 @@ def measure_run(
     bootstrap = up.direct_bootstrap() if path == "direct" else proxy.bootstrap
     pid: int | None = proxy.pid if proxy is not None else None
     t0 = time.monotonic()
-    recorders: RunRecorders | None = None
     try:
         if pid is not None and not os.path.exists(f"/proc/{pid}"):
             raise RuntimeError(f"{path} is no longer running")
@@ -52,24 +50,14 @@ def measure_run(
             up.create_topic(topic, partitions, side)
             created.append(topic)
         meter = ProxyMeter(proxy)
-        recorders = RunRecorders(
-            pid,
-            f"{wl.name}-{path}-r{r}.txt",
-            profile_dir=opts.profile_dir,
-            syscalls_dir=opts.syscalls_dir,
-            native_profile_dir=opts.native_profile_dir,
-            is_kproxy=meter.kproxy is not None,
-        )
         steal, broker = StealMeter(), BrokerMeter(up.broker_pid(side))
         result = generate(wl, up, side, bootstrap, topic, pid, opts.run_timeout)
         record["steal"] = steal.share()
         broker_rec = broker.record(result.get("messages"))
         if broker_rec is not None:
             record["broker"] = broker_rec
-        recorders.stop()
         proxy_rec, kproxy_rec = meter.records(float(result.get("bytes") or 0))
         if proxy_rec is not None:
-            recorders.annotate(proxy_rec)
             record["proxy"] = proxy_rec
             if wl.kind == "connections":
                 rss0 = meter.rss0_kb / 1024
@@ -86,8 +74,5 @@ def measure_run(
         record["error"] = one_line(exc)
         if os.environ.get("KPROXY_BENCH_DEBUG"):
             traceback.print_exc()
-    finally:
-        if recorders is not None:
-            recorders.stop()
     record["wall_seconds"] = round(time.monotonic() - t0, 2)
     return record

@@ -28,7 +28,8 @@ from typing import Any
 
 from bench.catalog import Workload
 from bench.generate import one_line, run_generator
-from bench.harness import Harness, Options
+from bench.harness import Harness
+from bench.options import Options
 from bench.paired_workloads import WARMUP
 from bench.proxy_meter import ProxyMeter
 from bench.steal import StealMeter
@@ -104,8 +105,7 @@ class PairedHarness(Harness):
     ) -> list[dict[str, Any]]:
         if up.name == "tansu":
             self._reset_broker(up, proxies)
-        if self.opts.fresh_kproxy:
-            self._restart_proxies(up, proxies, [p for p in proxies if p.startswith("kproxy-")])
+        self._restart_proxies(up, proxies, [p for p in proxies if p.startswith("kproxy-")])
         shared_topic = f"{wl.name}-data"
         if wl.kind == "consume" and (r == 0 or up.name == "tansu"):
             for side in up.sides():

@@ -1,7 +1,6 @@
-"""The processes a benchmark run puts in the path: haproxy, the Python floor, and what
-every peer shares (kproxy, Kroxylicious and grepplabs kafka-proxy have modules of their
-own: ``bench.kproxy_peer``, ``bench.kroxylicious_peer``, ``bench.grepplabs_peer``; the
-Tansu broker and proxy come from ``tests/peers``).
+"""The processes a benchmark run puts in the path: haproxy, and what every peer shares
+(kproxy and Kroxylicious have modules of their own: ``bench.kproxy_peer``,
+``bench.kroxylicious_peer``; the Tansu broker and proxy come from ``tests/peers``).
 
 Peers are installed from registries by name and cached under
 ``~/.cache/kproxy-peers`` (``$KPROXY_PEERS_CACHE``); none of their code is in this
@@ -15,7 +14,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -199,23 +197,6 @@ class HaproxyPeer(ForwarderPeer):
         cfg = self.workdir / f"{self.name}.cfg"
         cfg.write_text(self.config())
         self._run([exe, "-db", "-f", str(cfg)])
-        return self
-
-
-class PythonFloorPeer(ForwarderPeer):
-    """`bench.python_floor` on uvloop or the standard asyncio loop (`loop`): a Python
-    proxy that forwards bytes and parses nothing, one listener per route."""
-
-    def __init__(self, *args: Any, loop: str = "uvloop", **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.loop = loop
-
-    def start(self) -> PythonFloorPeer:
-        argv = [sys.executable, "-m", "bench.python_floor", "--loop", self.loop]
-        for port, backend in self.routes:
-            argv += ["--route", f"{port}={backend}"]
-        self._run(argv, env_with_path())
-        self.require_loop(self.loop)
         return self
 
 

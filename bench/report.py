@@ -9,14 +9,15 @@ per round against direct measured in the same round, then summarised the same wa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.formats import fmt_ratio, fmt_summary
 from bench.results_file import KPROXY_PATHS, path_status, rounds_of, series, workload_summary
+from bench.stability import HEADER, stability_intro, stability_rows
 from bench.stats import ORDER, summarize
 from bench.steal import run_steal
-from bench.wakeup_cost import wakeup_words
+from bench.targets import evaluate_targets, met_share
 
 #: The path the targets are judged on (kproxy's default event loop).
 KPROXY = "kproxy-uvloop"
@@ -26,39 +27,6 @@ PROFILE_NOTES = Path(__file__).resolve().parent / "PROFILE.md"
 # ---------------------------------------------------------------------------------------
 # Numbers
 # ---------------------------------------------------------------------------------------
-
-
-def fmt_num(value: float | None) -> str:
-    """A figure with about three significant digits (thousands separated)."""
-    if value is None:
-        return "-"
-    a = abs(value)
-    if a >= 1000:
-        return f"{value:,.0f}"
-    if a >= 100:
-        return f"{value:.0f}"
-    if a >= 10:
-        return f"{value:.1f}"
-    if a >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3f}"
-
-
-def fmt_summary(s: dict[str, Any] | None) -> str:
-    """``median [min-max]`` (just the median for one value, ``-`` for none)."""
-    if not s or not s.get("n"):
-        return "-"
-    if s["n"] == 1 or s["min"] == s["max"]:
-        return fmt_num(s["median"])
-    return f"{fmt_num(s['median'])} [{fmt_num(s['min'])}-{fmt_num(s['max'])}]"
-
-
-def fmt_ratio(s: dict[str, Any] | None) -> str:
-    if not s or not s.get("n"):
-        return "-"
-    if s["n"] == 1 or s["min"] == s["max"]:
-        return f"{s['median']:.2f}"
-    return f"{s['median']:.2f} [{s['min']:.2f}-{s['max']:.2f}]"
 
 
 # ---------------------------------------------------------------------------------------
@@ -111,13 +79,6 @@ def _paired_words(meta: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # Targets
 # ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class Verdict:
-    target: str
-    measured: str
-    status: str  # met | missed | not measured
 
 
 # ---------------------------------------------------------------------------------------
@@ -294,8 +255,6 @@ def render_markdown(
         ["load average at start / end",
          f"{', '.join(f'{x:.2f}' for x in load)} / {', '.join(f'{x:.2f}' for x in load_end)}"],
         ["CPU taken by the host (steal) per run", run_steal(results)],
-        ["a wakeup across cores / within one (bench/wakeup_cost.py)",
-         wakeup_words(machine.get("wakeup"), machine.get("wakeup_end"))],
     ]  # fmt: skip
     rows += [[name, str(v) if v is not None else "not installed"] for name, v in versions.items()]
     lines += _table(["", ""], rows)
@@ -306,7 +265,6 @@ def render_markdown(
         text = "; ".join(f"{u}: {s}" for u, s in statuses.items()) or "not run"
         prow.append([path, info.get("description", ""), text])
     lines += _table(["path", "what", "status per upstream"], prow)
-    from bench.targets import evaluate_targets, met_share  # it reads this module's helpers
 
     verdicts = evaluate_targets(results)
     lines += ["", "## Targets", "", f"{met_share(verdicts)}; see `bench/targets.py`.", ""]
@@ -315,7 +273,6 @@ def render_markdown(
     lines += _table(
         ["target", "measured", "status"], [[v.target, v.measured, v.status] for v in verdicts]
     )
-    from bench.stability import HEADER, stability_intro, stability_rows  # as targets
 
     still = stability_rows(results)
     if still:

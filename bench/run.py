@@ -11,15 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.ab import PAIRED_HELP, SAME_PROCESSES_HELP
 from bench.catalog import workloads
-from bench.harness import Harness, Options
+from bench.harness import Harness
+from bench.options import PAIRED_HELP, Options
 from bench.peers import BENCH
 from bench.upstreams import ALL_PATHS, DEFAULT_PATHS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--same-processes", action="store_true", help=SAME_PROCESSES_HELP)
     p.add_argument(
         "--quick",
         action="store_true",
@@ -48,30 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="peers' logs and data, kept (default: a temporary directory, removed at the end)",
     )
-    p.add_argument(
-        "--profile",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="record kproxy with py-spy during each of its runs (collapsed stacks)",
-    )
-    p.add_argument(
-        "--syscalls",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="count every proxy's syscalls with perf trace during each of its runs "
-        "(its CPU figures then include the tracing's cost)",
-    )
-    p.add_argument(
-        "--native-profile",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="record every proxy with perf record -g during each of its runs (kernel and "
-        "native frames: the compiled build's own) and split its CPU by object",
-    )
-    p.add_argument("--run-timeout", type=float, default=300.0, help="seconds per run")  # fmt: skip
+    p.add_argument("--run-timeout", type=float, default=300.0, help="seconds per run")
     p.add_argument(
         "--paired", type=int, nargs="?", const=-1, default=0, metavar="TURNS", help=PAIRED_HELP
     )
@@ -101,11 +77,7 @@ def options_from(args: argparse.Namespace) -> Options:
         out_md=out / "RESULTS.md",
         out_png=out / "results.png",
         workdir=args.workdir,
-        profile_dir=args.profile,
-        syscalls_dir=args.syscalls,
-        native_profile_dir=args.native_profile,
         run_timeout=args.run_timeout,
-        fresh_kproxy=not args.same_processes,
     )
 
 

@@ -1,5 +1,5 @@
 """The Tansu upstream: in-memory brokers, one advertising itself and one advertising
-haproxy's port (and, when asked, the Python floor's and paired paths' own)."""
+haproxy's port (and paired paths' own)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from bench.peers import (
     HaproxyPeer,
     Unavailable,
 )
-from bench.upstreams import FLOOR_SIDE, HAPROXY_SIDE, Upstream
+from bench.upstreams import HAPROXY_SIDE, Upstream
 from tests.peers.net import LOOPBACK, free_ports
 from tests.peers.tansu import TANSU_NODE_ID, TansuBroker
 
@@ -26,9 +26,9 @@ def _admin_create(bootstrap: str, topic: str, partitions: int, timeout: float = 
 
 class TansuUpstream(Upstream):
     """Tansu brokers: ``main`` advertises itself, the haproxy side advertises haproxy's
-    port (and with ``want_floor`` a third advertises python-floor's), and each of
-    ``own_broker_paths`` has one of its own. :meth:`reset` restarts them on the same
-    ports (in-memory storage: this frees what the previous round wrote)."""
+    port, and each of ``own_broker_paths`` has one of its own. :meth:`reset` restarts
+    them on the same ports (in-memory storage: this frees what the previous round
+    wrote)."""
 
     name = "tansu"
     node_ids = [TANSU_NODE_ID]
@@ -36,10 +36,8 @@ class TansuUpstream(Upstream):
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir)
         self.main_port, self.hap_broker_port, self.hap_port = free_ports(3)
-        self.floor_broker_port, self.floor_port = free_ports(2)
         self.main: TansuBroker | None = None
         self.hap_broker: AdvertisedTansu | None = None
-        self.floor_broker: AdvertisedTansu | None = None
         #: A port, then a broker, for each of ``own_broker_paths`` (given at start()).
         self.path_ports: dict[str, int] = {}
         self.path_brokers: dict[str, TansuBroker] = {}
@@ -64,11 +62,10 @@ class TansuUpstream(Upstream):
 
     def _behind(self, side: str) -> tuple[int, TansuBroker | None]:
         """The port of the broker behind ``side``, and that broker (None if it is not
-        running: haproxy's or python-floor's side when that forwarder did not start)."""
+        running: haproxy's side when haproxy did not start)."""
         own = {path: (port, self.path_brokers.get(path)) for path, port in self.path_ports.items()}
         return {
             HAPROXY_SIDE: (self.hap_broker_port, self.hap_broker),
-            FLOOR_SIDE: (self.floor_broker_port, self.floor_broker),
             **own,
         }.get(side, (self.main_port, self.main))
 
@@ -78,18 +75,14 @@ class TansuUpstream(Upstream):
         return process.pid if process is not None else None
 
     def _brokers(self) -> list[TansuBroker]:
-        found = [b for b in (self.main, self.hap_broker, self.floor_broker) if b is not None]
+        found = [b for b in (self.main, self.hap_broker) if b is not None]
         return found + list(self.path_brokers.values())
 
-    def _start_brokers(self, with_haproxy_side: bool, with_floor_side: bool) -> None:
+    def _start_brokers(self, with_haproxy_side: bool) -> None:
         self.main = TansuBroker(self.main_port, workdir=self.workdir / "tansu-main").start()
         if with_haproxy_side:
             self.hap_broker = AdvertisedTansu(
                 self.hap_port, port=self.hap_broker_port, workdir=self.workdir / "tansu-hap"
-            ).start()
-        if with_floor_side:
-            self.floor_broker = AdvertisedTansu(
-                self.floor_port, port=self.floor_broker_port, workdir=self.workdir / "tansu-floor"
             ).start()
         self.path_brokers = {
             path: TansuBroker(port, workdir=self.workdir / f"tansu-{path}").start()
@@ -100,7 +93,7 @@ class TansuUpstream(Upstream):
         self.path_ports = dict(
             zip(self.own_broker_paths, free_ports(len(self.own_broker_paths)), strict=True)
         )
-        self._start_brokers(True, self.want_floor)
+        self._start_brokers(True)
         assert self.hap_broker is not None
         try:
             self.haproxy = HaproxyPeer(
@@ -110,16 +103,11 @@ class TansuUpstream(Upstream):
             self.haproxy_error = str(exc)
             self.hap_broker.stop()
             self.hap_broker = None
-        if self.floor_broker is not None:
-            self._start_floor(self.floor_broker.bootstrap, self.floor_port)
-            if self.floor is None:
-                self.floor_broker.stop()
-                self.floor_broker = None
 
     def reset(self) -> None:
         for broker in self._brokers():
             broker.stop(timeout=2.0)
-        self._start_brokers(self.haproxy is not None, self.floor is not None)
+        self._start_brokers(self.haproxy is not None)
 
     def stop(self) -> None:
         self.stop_forwarders()

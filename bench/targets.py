@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from bench.report import Verdict, fmt_ratio, fmt_summary
+from bench.formats import Verdict, fmt_ratio, fmt_summary
 from bench.results_file import KPROXY_PATHS, rounds_of, series
 from bench.stats import ratio_summary, summarize
 

@@ -25,16 +25,9 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench.grepplabs_peer import GrepplabsPeer
 from bench.kproxy_peer import KproxyPeer
 from bench.kroxylicious_peer import KroxyliciousPeer
-from bench.peers import (
-    REPO,
-    HaproxyPeer,
-    PythonFloorPeer,
-    Unavailable,
-    env_with_path,
-)
+from bench.peers import REPO, HaproxyPeer, Unavailable, env_with_path
 from bench.results_file import COMPILED_PATHS, KPROXY_PATHS
 from tests.peers.tansu import TansuProxy
 
@@ -42,28 +35,22 @@ from tests.peers.tansu import TansuProxy
 ALL_PATHS = (
     "direct",
     "haproxy",
-    "python-floor",
     "tansu-proxy",
     "kroxylicious",
-    "grepplabs",
     "kproxy-uvloop",
     "kproxy-asyncio",
     "kproxy-compiled",
     "kproxy-compiled-asyncio",
     "kproxy-base",
 )
-#: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`;
-#: python-floor is a diagnosis, asked for by name).
-DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p not in ("python-floor", "kproxy-base"))
+#: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`).
+DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p != "kproxy-base")
 
 PATH_DESCRIPTIONS = {
     "direct": "client to broker, nothing in between",
     "haproxy": "haproxy, TCP mode (no parsing: the floor)",
-    "python-floor": "bench.python_floor: Python forwarding bytes, parsing nothing (on uvloop; "
-    "bench ab --standard-loop: on the standard loop)",
     "tansu-proxy": "`tansu proxy` (Kafka-aware proxy in Rust)",
     "kroxylicious": "Kroxylicious (Java), pass-through configuration",
-    "grepplabs": "grepplabs kafka-proxy (Go)",
     "kproxy-uvloop": "kproxy on uvloop",
     "kproxy-asyncio": "kproxy on the standard asyncio loop",
     "kproxy-compiled": "kproxy on uvloop, its hot path built with mypyc (the container image)",
@@ -74,9 +61,8 @@ PATH_DESCRIPTIONS = {
 
 MAIN = "main"
 HAPROXY_SIDE = "haproxy"
-FLOOR_SIDE = "python-floor"
 #: The paths that forward without parsing: each needs a side whose brokers advertise it.
-FORWARDING_PATHS = (HAPROXY_SIDE, FLOOR_SIDE)
+FORWARDING_PATHS = (HAPROXY_SIDE,)
 
 
 def side_of(path: str) -> str:
@@ -139,21 +125,11 @@ class Upstream:
         self.workdir = workdir
         self.haproxy: HaproxyPeer | None = None
         self.haproxy_error: str | None = None
-        #: Whether to start the python-floor side (set by the harness before start()).
-        self.want_floor = False
-        self.floor: PythonFloorPeer | None = None
-        self.floor_error: str | None = f"no python-floor side on {type(self).__name__}"
-        #: The loop python-floor runs on (bench ab --standard-loop: the standard one).
-        self.floor_loop = "uvloop"
         #: A checkout of the baseline revision, for the kproxy-base path.
         self.baseline_source: Path | None = None
         #: The loop the kproxy-base path runs on ("uvloop" or "asyncio").
         self.baseline_loop = "uvloop"
-        #: The Python interpreter the kproxy-base path runs on.
-        self.baseline_python = sys.executable
-        #: Settings the kproxy-base path runs with changed (dotted key: value).
-        self.baseline_settings: dict[str, Any] = {}
-        #: This checkout's mypyc build (bench.ab.compiled_copy), for the compiled paths.
+        #: This checkout's mypyc build (bench.builds.compiled_copy), for the compiled paths.
         self.compiled_source: Path | None = None
         #: Proxy paths given a broker of their own (set before start(); Tansu only):
         #: bench.paired, where every path's broker must fill as fast as every other's.
@@ -182,13 +158,11 @@ class Upstream:
             return self.forwarder(side).bootstrap
         return self.direct_bootstrap()
 
-    def forwarder(self, path: str) -> HaproxyPeer | PythonFloorPeer:
-        """The running forwarder of ``path`` (haproxy or python-floor), or Unavailable."""
-        peer = self.haproxy if path == HAPROXY_SIDE else self.floor
-        if peer is None:
-            error = self.haproxy_error if path == HAPROXY_SIDE else self.floor_error
-            raise Unavailable(error or f"{path} is not running")
-        return peer
+    def forwarder(self, path: str) -> HaproxyPeer:
+        """The running forwarder of ``path`` (haproxy), or Unavailable."""
+        if self.haproxy is None:
+            raise Unavailable(self.haproxy_error or f"{path} is not running")
+        return self.haproxy
 
     def broker_pid(self, side: str) -> int | None:
         """The process of the broker behind ``side``, whose CPU a run reads from /proc
@@ -196,25 +170,12 @@ class Upstream:
         return None
 
     def sides(self) -> list[str]:
-        return (
-            [MAIN]
-            + ([HAPROXY_SIDE] if self.haproxy is not None else [])
-            + ([FLOOR_SIDE] if self.floor is not None else [])
-        )
-
-    def _start_floor(self, backend: str, port: int) -> None:
-        try:
-            self.floor = PythonFloorPeer(
-                f"python-floor-{self.name}", backend, self.workdir, port=port, loop=self.floor_loop
-            ).start()
-        except (RuntimeError, TimeoutError, OSError) as exc:
-            self.floor_error = f"python-floor did not start: {exc}"
+        return [MAIN] + ([HAPROXY_SIDE] if self.haproxy is not None else [])
 
     def stop_forwarders(self) -> None:
-        for peer in (self.haproxy, self.floor):
-            if peer is not None:
-                with contextlib.suppress(Exception):  # the next one is stopped all the same
-                    peer.stop()
+        if self.haproxy is not None:
+            with contextlib.suppress(Exception):
+                self.haproxy.stop()
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -253,13 +214,7 @@ class Upstream:
                 if self.baseline_source is None:
                     raise Unavailable("no baseline revision (python -m bench ab --baseline REV)")
                 return KproxyPeer(
-                    path,
-                    self.baseline_loop,
-                    servers,
-                    wd,
-                    source=self.baseline_source,
-                    python=self.baseline_python,
-                    settings=self.baseline_settings,
+                    path, self.baseline_loop, servers, wd, source=self.baseline_source
                 ).start()
             if path in COMPILED_PATHS:
                 if self.compiled_source is None:
@@ -269,6 +224,4 @@ class Upstream:
             return KproxyPeer(path, path.split("-", 1)[1], servers, wd).start()
         if path == "kroxylicious":
             return KroxyliciousPeer(path, target, self.node_ids, wd).start()
-        if path == "grepplabs":
-            return GrepplabsPeer(path, target, wd).start()
         raise ValueError(f"no proxy for path {path!r}")

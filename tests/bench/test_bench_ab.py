@@ -7,9 +7,7 @@ the settings it runs with (`--baseline-set`)."""
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +16,9 @@ import yaml
 
 import bench.kproxy_peer
 import bench.upstreams
-from bench.ab import ab_paths, add_arguments, check_settings, checkout, main_ab, setting_changes
+from bench.ab import ab_paths, add_arguments
 from bench.ab_tables import paired_lines, summary_lines
+from bench.builds import checkout
 from bench.upstreams import Upstream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -154,151 +153,6 @@ def test_the_tree_and_the_baseline_run_on_the_loop_asked_for(
         upstream.start_proxy(path)
     # Every kproxy of the run on the same loop, the compiled build's too.
     assert started == [(tree, loop), (compiled, loop), ("kproxy-base", loop)]
-
-
-def test_the_baseline_alone_runs_on_the_interpreter_asked_for(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`--baseline-python`: the same code on two Pythons; the tree and the compiled build
-    stay on the harness's own interpreter (the build is made for it)."""
-    other = str(tmp_path / "python3.12")
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = parser.parse_args(["latency", "--baseline", "HEAD", "--baseline-python", other])
-    assert args.baseline_python == other
-    assert parser.parse_args(["latency"]).baseline_python == sys.executable
-
-    started: list[tuple[str, str]] = []
-
-    class StartedPeer:
-        def __init__(
-            self, name: str, *_: object, python: str = sys.executable, **__: object
-        ) -> None:
-            started.append((name, python))
-
-        def start(self) -> StartedPeer:
-            return self
-
-    monkeypatch.setattr(bench.upstreams, "KproxyPeer", StartedPeer)
-    upstream = _OneBroker(tmp_path)
-    upstream.baseline_source = tmp_path
-    upstream.compiled_source = tmp_path
-    upstream.baseline_python = args.baseline_python  # what the harness sets from Options
-    for path in ("kproxy-uvloop", "kproxy-compiled", "kproxy-base"):
-        upstream.start_proxy(path)
-    assert started == [
-        ("kproxy-uvloop", sys.executable),
-        ("kproxy-compiled", sys.executable),
-        ("kproxy-base", other),
-    ]
-
-
-@pytest.mark.parametrize(
-    "flags",
-    [["--baseline-python", "/opt/python3.12"],
-     ["--baseline", "HEAD", "--compile-baseline", "--baseline-python", "/opt/python3.12"]],
-)  # fmt: skip
-def test_another_interpreter_needs_an_uncompiled_baseline(flags: list[str], tmp_path: Path) -> None:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    with pytest.raises(SystemExit, match="--baseline-python needs --baseline REV"):
-        main_ab(parser.parse_args(["latency", "--out", str(tmp_path), *flags]))
-
-
-def test_an_interpreter_that_is_not_there_is_refused_before_anything_starts(
-    tmp_path: Path,
-) -> None:
-    missing = str(tmp_path / "python3.12")
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = ["latency", "--out", str(tmp_path), "--baseline", "HEAD", "--baseline-python", missing]
-    refusal = re.escape(f"--baseline-python {missing}: no such interpreter")
-    with pytest.raises(SystemExit, match=refusal):
-        main_ab(parser.parse_args(args))
-
-
-def test_the_baseline_alone_runs_with_the_settings_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`--baseline HEAD --baseline-set events.enabled=false`: what one setting costs, on
-    the same code; the tree's kproxy keeps the defaults users run."""
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    changed = ["events.enabled=false", "events.request_sample_rate=0.5", "log.level=INFO"]
-    flags = [flag for pair in changed for flag in ("--baseline-set", pair)]
-    args = parser.parse_args(["latency", "--baseline", "HEAD", *flags])
-    changes = setting_changes(args.baseline_set)
-    assert changes == {
-        "events.enabled": False,
-        "events.request_sample_rate": 0.5,
-        "log.level": "INFO",
-    }
-
-    configs: dict[str, dict[str, Any]] = {}
-
-    class ConfiguredPeer(bench.kproxy_peer.KproxyPeer):
-        def start(self) -> ConfiguredPeer:
-            configs[self.name] = self.config
-            return self
-
-    monkeypatch.setattr(bench.upstreams, "KproxyPeer", ConfiguredPeer)
-    upstream = _OneBroker(tmp_path)
-    upstream.baseline_source = tmp_path
-    upstream.baseline_settings = changes  # what the harness sets from Options
-    for path in ("kproxy-uvloop", "kproxy-base"):
-        upstream.start_proxy(path)
-    tree, base = configs["kproxy-uvloop"], configs["kproxy-base"]
-    assert tree["events"] == {"enabled": True, "dir": str(tmp_path / "kproxy-uvloop" / "events")}
-    assert base["events"] == {
-        "enabled": False,
-        "dir": str(tmp_path / "kproxy-base" / "events"),
-        "request_sample_rate": 0.5,
-    }
-    assert (tree["log"], base["log"]) == ({"level": "WARNING"}, {"level": "INFO"})
-    assert {k: v for k, v in base.items() if k not in ("events", "log", "listeners", "admin")} == {
-        k: v for k, v in tree.items() if k not in ("events", "log", "listeners", "admin")
-    }
-
-
-@pytest.mark.parametrize("pair", ["events.enabled", "=1", "events..enabled=false", "events.=1"])
-def test_a_setting_that_is_not_key_equals_value_is_refused(pair: str) -> None:
-    with pytest.raises(SystemExit, match="not KEY=VALUE with a dotted KEY"):
-        setting_changes([pair])
-
-
-def test_settings_need_a_baseline(tmp_path: Path) -> None:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = ["latency", "--out", str(tmp_path), "--baseline-set", "events.enabled=false"]
-    with pytest.raises(SystemExit, match="--baseline-set needs --baseline REV"):
-        main_ab(parser.parse_args(args))
-
-
-def test_a_setting_under_a_value_is_refused_before_anything_starts(tmp_path: Path) -> None:
-    """`log.level.x`: `log.level` is a value, so there is no section to set `x` in."""
-    config: dict[str, Any] = {"log": {"level": "WARNING"}}
-    with pytest.raises(ValueError, match=r"^log\.level is a value, not a section$"):
-        bench.kproxy_peer.set_dotted(config, "log.level.x", 1)
-    assert config == {"log": {"level": "WARNING"}}
-    with pytest.raises(SystemExit, match=r"^--baseline-set: log\.level is a value, not a section$"):
-        check_settings(REPO, "uvloop", sys.executable, {"log.level.x": 1})
-
-
-def test_a_setting_the_baseline_refuses_is_refused_before_anything_starts(tmp_path: Path) -> None:
-    """The baseline's own `kproxy check-config` judges the settings, with its reason, before
-    any broker or proxy starts; a setting it takes passes."""
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = ["latency", "--out", str(tmp_path / "out"), "--baseline", "HEAD",
-            "--baseline-set", "events.enable=false"]  # fmt: skip
-    refusal = (
-        "--baseline-set: the baseline's kproxy refuses it: kproxy: config error: "
-        "events.enable: unknown key"
-    )
-    with pytest.raises(SystemExit, match=re.escape(refusal)):
-        main_ab(parser.parse_args(args))
-    assert not (tmp_path / "out" / "results.json").exists()  # nothing was run
-    check_settings(REPO, "uvloop", sys.executable, {"events.enabled": False})
 
 
 def test_the_code_the_targets_were_set_on_runs_as_a_baseline_on_uvloop_only(

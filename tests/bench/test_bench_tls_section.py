@@ -4,8 +4,6 @@ after it (Fetch streaming, written by hand from bench.fetch_stream_bench) stay, 
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -98,36 +96,3 @@ def test_only_a_full_run_writes_the_record(
         assert "111.11" not in md.read_text() and "| kproxy | 90.00 (0.90" in md.read_text()
         assert md.read_text().endswith(FETCH_SECTION) and js.exists()
         assert "kproxy 0.1.0 @ abc1234, 2 CPUs, load before 0.10 0.20 0.30;" in md.read_text()
-
-
-def test_the_tls_layer_ab_runs_the_tree_against_a_revision(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """`python -m bench.tls_layer --baseline REV`: both layers decrypt and encrypt every
-    size, and each line gives the ratio of the tree's CPU to the baseline's."""
-    from bench import tls_layer
-
-    assert tls_layer.main(["--rounds", "1", "--baseline", "HEAD"]) == 0
-    lines = capsys.readouterr().out.splitlines()[1:]
-    assert [line.split("  tree ")[0].strip() for line in lines] == [
-        f"{kind} {size} B" for size in tls_layer.SIZES for kind in ("receive", "send")
-    ]
-    assert all("tree/baseline" in line for line in lines)
-
-
-def test_a_baseline_without_the_tls_layer_is_refused_by_name() -> None:
-    from bench import tls_layer
-
-    refused = re.escape("--baseline no-such-revision: no kproxy/runtime/tls.py there")
-    with pytest.raises(SystemExit, match=refused):
-        tls_layer.main(["--rounds", "1", "--baseline", "no-such-revision"])
-
-
-def test_the_record_keeps_the_sections_other_benchmarks_wrote() -> None:
-    """bench/RESULTS.md, as recorded: a new full record replaces the file, and the TLS
-    section (re-rendered from bench/tls_results.json) and the Fetch streaming section
-    must come with it (docs/operations.md sizes a TLS gateway from the first)."""
-    text = bench.tls_bench.RESULTS_MD.read_text()
-    tls = json.loads(bench.tls_bench.RESULTS_JSON.read_text())
-    assert render_section(tls) in text
-    assert text.index(END_MARKER) < text.index("## Fetch responses streamed")

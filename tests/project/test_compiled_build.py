@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.ab import source_copy
+from bench.builds import source_copy
 from tests.compiled import compiled_modules
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,32 @@
+"""What one benchmark run is asked to do: `python -m bench run` and `python -m bench ab`
+fill an `Options`, and the harness, its rounds and its runs read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.peers import BENCH
+from bench.upstreams import DEFAULT_PATHS
+
+PAIRED_HELP = (
+    "every round of a latency, consume or produce workload, the paths take "
+    "TURNS turns each in one client process, the order rotated every turn (bench.paired; "
+    "without TURNS: 200 for latency, 20 for produce, 10 for consume)"
+)
+
+
+@dataclass
+class Options:
+    quick: bool = False
+    rounds: int = 3
+    workloads: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=lambda: list(DEFAULT_PATHS))
+    baseline_source: Path | None = None  # bench ab --baseline: that revision's checkout
+    baseline_loop: str = "uvloop"  # the loop kproxy-base runs on (bench ab --standard-loop)
+    scale: float = 1.0
+    out_json: Path = BENCH / "results.json"
+    out_md: Path | None = BENCH / "RESULTS.md"
+    out_png: Path | None = BENCH / "results.png"
+    workdir: Path | None = None
+    run_timeout: float = 300.0
