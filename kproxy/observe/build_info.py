@@ -4,7 +4,7 @@ its event loop.
 The same source runs two ways: pure Python (``pip install .``, the default) or with its
 hot path compiled by mypyc (``KPROXY_COMPILE=1``, what the container image runs), and
 on uvloop or the standard loop (`runtime.event_loop`). They cost different amounts of
-CPU per request (README, "A compiled hot path"), so an operator comparing two kproxies
+CPU per request (docs/architecture.md, "A compiled hot path"), so an operator comparing two kproxies
 needs to know which one each is: `kproxy_build_info` carries both as labels, kproxy
 logs them as it starts, and `kproxy version` prints the first.
 """

@@ -15,9 +15,9 @@ KRaft quorum's messages), gathered as kproxy gathers them.
 
 The one change left out: an endpoint-bearing tagged field's own tag made another
 (`NodeEndpoints`, KIP-951 and KIP-853). A tag kproxy does not know is passed byte for
-byte, as KIP-482 has every reader keep it (README, "What kproxy does to the bytes"), so
-that byte is where a broker could hide a name in plain sight. Messages by kio, and the
-golden vectors (kio's, or written by hand from the schemas).
+byte, as KIP-482 has every reader keep it (docs/architecture.md, "What kproxy does to
+the bytes"), so that byte is where a broker could hide a name in plain sight. Messages
+by kio, and the golden vectors (kio's, or written by hand from the schemas).
 """
 
 from __future__ import annotations
