@@ -47,7 +47,15 @@ class CorrelationTable:
     Python call in pure Python, once per response on the fast lane; compiled, the
     assignment checks the type as the cast did."""
 
-    __slots__ = ("_expected", "_max_unanswered", "_one_entry", "_one_id", "_one_seq", "_unanswered")
+    __slots__ = (
+        "_expected",
+        "_max_unanswered",
+        "_one_entry",
+        "_one_id",
+        "_one_seq",
+        "_unanswered",
+        "latest_id",
+    )
 
     def __init__(self, max_unanswered: int = 1024) -> None:
         # One request awaiting its response, the whole table for a client that sends one
@@ -65,6 +73,10 @@ class CorrelationTable:
         self._expected: dict[int, tuple[int, object]] | None = None
         self._unanswered: _Unanswered | None = None
         self._max_unanswered = max_unanswered
+        # The correlation id of the request that expects a response added last: while any
+        # awaits one, it does (a connection's responses come in order), and what kproxy
+        # answers itself goes after its response.
+        self.latest_id = 0
 
     def add(self, correlation_id: int, entry: object, expects_response: bool = True) -> None:
         if expects_response:
@@ -93,7 +105,7 @@ class CorrelationTable:
             if limit == 1:
                 return False
             self._one_entry = entry
-            self._one_id = correlation_id
+            self._one_id = self.latest_id = correlation_id
             return True
         if self._awaits(correlation_id):
             raise _reused(correlation_id)
@@ -113,6 +125,7 @@ class CorrelationTable:
             self._expected = {correlation_id: (seq, entry)}
         else:
             expected[correlation_id] = (seq, entry)
+        self.latest_id = correlation_id
         return True
 
     def _awaits(self, correlation_id: int) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypeGuard
 
-from kproxy.protocol.errors import FrameTooLarge, NegativeFrameSize, NotKafka
+from kproxy.protocol.errors import FrameTooLarge, NegativeFrameSize, NotKafka, ProtocolError
 from kproxy.protocol.primitives import INT32
 
 _size: Final = INT32.unpack_from
@@ -122,9 +122,17 @@ class FrameReader:
         self._have += n
 
     def gather(self) -> None:
-        """Return the frame the last `FrameStart` began whole, instead of in pieces."""
+        """Return the frame the last `FrameStart` began whole, instead of in pieces.
+
+        Only until the next bytes are fed: from then on the frame's rest is handed over
+        in pieces, and a frame that must be read whole (to be refused or rewritten) can
+        no longer be: a ProtocolError, so that the connection is closed, never a frame
+        forwarded unchecked."""
         if self._offered != 1:
-            raise RuntimeError("gather() must follow a FrameStart")
+            raise ProtocolError(
+                "a large frame that must be read whole was read past its start",
+                reason="frame_not_gathered",
+            )
         self._offered = -1
 
     def _check(self, size: int, prefix: bytes) -> None:

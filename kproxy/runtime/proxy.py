@@ -127,6 +127,27 @@ class Proxy:
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
+        try:
+            self._open_first_listeners()
+        except OSError:
+            # A start that fails part-way leaves nothing listening: the ports it had
+            # opened are free for the next attempt (or another process).
+            self.listeners.stop_accepting()
+            await self.listeners.wait_closed()
+            raise
+        await asyncio.sleep(0)  # let the bootstrap server start
+        loop = asyncio.get_running_loop()
+        self._count_accept_errors(loop)
+        self._tasks = [
+            loop.create_task(self.discovery.run()),
+            loop.create_task(self.registry.run_sweeps()),
+        ]
+        if self.certificates is not None:
+            self._tasks.append(loop.create_task(self.certificates.watch()))
+
+    def _open_first_listeners(self) -> None:
+        """The bootstrap listener and, with a quorum, every controller's: OSError for the
+        first that cannot open."""
         port = self.settings.listeners.bootstrap_port
         if self.listeners.open(None, port) is None:
             raise OSError(f"cannot listen on {format_host_port(self.listeners.bind_host, port)}")
@@ -140,15 +161,6 @@ class Proxy:
                         f"{format_host_port(self.listeners.bind_host, controller.port)} "
                         f"for controller {node_id}"
                     )
-        await asyncio.sleep(0)  # let the bootstrap server start
-        loop = asyncio.get_running_loop()
-        self._count_accept_errors(loop)
-        self._tasks = [
-            loop.create_task(self.discovery.run()),
-            loop.create_task(self.registry.run_sweeps()),
-        ]
-        if self.certificates is not None:
-            self._tasks.append(loop.create_task(self.certificates.watch()))
 
     def apply(self, settings: Settings) -> None:
         """A reloaded configuration's live keys (`kproxy.config.reload_table.LIVE`), for new

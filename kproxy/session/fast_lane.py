@@ -280,7 +280,7 @@ class FastLane:
         if correlation_id >= 0x80000000:
             correlation_id -= 0x100000000
         req: InFlight | None = self.inflight.peek(correlation_id)
-        if req is None:
+        if req is None or req.then is not None:  # kproxy's own answers follow it
             return None
         key = req.api_key
         if key in WALKED_RESPONSES:

@@ -63,6 +63,7 @@ def release_whole(
     else:
         _append_as_read(out, frame, whole)
     step.responses.append(_seen(req, size, upstream_seconds, walked, carried, rewritten, removed))
+    _answers_after(req, out)
 
 
 def release_unwalked(
@@ -76,6 +77,7 @@ def release_unwalked(
     commonest response, released without being held first."""
     _append_as_read(step.to_client, frame, whole)
     step.responses.append(_seen(req, len(frame), upstream_seconds, None, False, 0, 0))
+    _answers_after(req, step.to_client)
 
 
 def _append_as_read(out: list[bytes | memoryview], frame: memoryview, whole: bytes | None) -> None:
@@ -108,6 +110,15 @@ def release_tail(stream: StreamedResponse, mapping: AddressMapping, step: Upstre
             len(sent.removed),
         )
     )
+    _answers_after(req, step.to_client)
+
+
+def _answers_after(req: InFlight, out: list[bytes | memoryview]) -> None:
+    """What kproxy answered itself to the requests that followed `req`, right after its
+    response (`InFlight.then`)."""
+    then = req.then
+    if then is not None:
+        out.extend(then)
 
 
 def _count_unmapped(removed: list[Endpoint], mapping: AddressMapping, step: UpstreamStep) -> None:

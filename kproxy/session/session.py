@@ -1,12 +1,10 @@
 """One client connection's rules, sans-IO: bytes in from either side, chunks out (the
 commonest read each way, one whole frame, may take `kproxy.session.fast_lane` instead).
 
-Requests flow client -> upstream with only their header parsed (and the few requests
-that carry endpoints mapped back to the cluster's own addresses); responses flow
-upstream -> client, walked when their (api, version) can carry endpoints or leadership,
-rewritten so that only kproxy addresses reach the client.
-
-A response naming a node with no kproxy listener yet is held back until the runtime has
+Requests flow to the broker with only their header parsed (the few that carry endpoints
+mapped back to the cluster's addresses); responses are walked when their (api, version)
+can carry endpoints or leadership, so that only kproxy addresses reach the client. A
+response naming a node with no kproxy listener yet is held back until the runtime has
 opened one (`listeners_opened`): a client told of a new node can dial it at once.
 """
 
@@ -23,7 +21,7 @@ from kproxy.protocol.apis import (
     WALKED_RESPONSES,
 )
 from kproxy.protocol.correlation import CorrelationTable
-from kproxy.protocol.errors import MalformedMessage, ProtocolError
+from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import parse_request_header, parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
@@ -40,6 +38,7 @@ from kproxy.session.admission import CLIENT_REFUSED_APIS, admit, api_versions_fa
 from kproxy.session.fast_lane import SCANNED_RESPONSES, FastLane
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
+from kproxy.session.order import answer_in_order, request_for
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.records import Frame, Held, SessionClose, SessionLimits, frame_bytes
 from kproxy.session.release import release_tail, release_unwalked, release_whole
@@ -162,11 +161,18 @@ class ProxySession(FastLane):
             return step
         if self._waiting:  # requests that began to wait in this step, each counted once
             step.held = self._waiting_requests() - waited
-        limit = self.max_in_flight
-        if (len(self.inflight) >= limit or self._waiting) and not self._paused_for_inflight:
+        if not self._paused_for_inflight and self._must_pause():
             self._paused_for_inflight = True
             step.pause_reading = True
         return step
+
+    def _must_pause(self) -> bool:
+        """Requests wait for a slot, or every slot is taken; never inside a request on its
+        way to the broker (forwarded as it arrives): its response, freeing the slot,
+        needs its end."""
+        if self._waiting:
+            return True
+        return len(self.inflight) >= self.max_in_flight and not self.client_reader.passing
 
     def _wait(self, frames: list[Frame]) -> None:
         self._waiting = self._waiting or []
@@ -204,16 +210,17 @@ class ProxySession(FastLane):
                 continue
             assert type(frame) is memoryview
             if denied and _api_key(frame, 0)[0] in denied:
-                if self.inflight or self._held:
-                    # kproxy answers it, after the responses before it (they keep order)
-                    self._waiting = frames[i:]
-                    return
-                answers.append(refuse(frame, self.refused_apis, self.policy.listener))
+                # Answered by kproxy, after the responses to the requests before it; the
+                # requests after it go on meanwhile (no slot taken, nothing waits).
+                refusal = refuse(frame, self.refused_apis, self.policy.listener)
+                answer_in_order(refusal, self.inflight, self._held, self._stream, answers)
                 step.refused.append(_api_key(frame, 0)[0])
                 continue
             hdr = admit(frame, len(frame), now, admitted, True, self.inflight, self.refused_apis)
             if hdr is None:  # answered by kproxy itself
-                answers.append(api_versions_fallback(parse_request_header(frame).correlation_id))
+                corr = parse_request_header(frame).correlation_id
+                answer = api_versions_fallback(corr)
+                answer_in_order(answer, self.inflight, self._held, self._stream, answers)
                 continue
             if hdr.api_key in WALKED_REQUESTS and can_walk(hdr.api_key, hdr.api_version, True):
                 result = walk(
@@ -281,24 +288,12 @@ class ProxySession(FastLane):
         step.responses = []
         step.close = SessionClose("upstream", exc.reason, str(exc))
 
-    def _request_for(self, frame: memoryview) -> InFlight:
-        if len(frame) < 4:
-            raise MalformedMessage("response shorter than a correlation id")
-        corr = _corr_id(frame, 0)[0]
-        req: InFlight | None = self.inflight.pop(corr)
-        if req is None:
-            raise MalformedMessage(
-                f"response with correlation id {corr} that no request is waiting for",
-                reason="unexpected_correlation_id",
-            )
-        return req
-
     def _walk_response(
         self, frame: memoryview, now: float, step: UpstreamStep, needed: set[int]
     ) -> None:
         """Match a whole response to its request, walk it and hold it for release; the
         nodes it names that need a listener before it may be sent go into `needed`."""
-        req = self._request_for(frame)
+        req = request_for(self.inflight, frame)
         key = req.api_key
         walked: WalkResult | None = None
         whole = self.upstream_reader.take_whole()  # this response, when it came alone
@@ -343,7 +338,7 @@ class ProxySession(FastLane):
             return False  # a header longer than the bytes in hand: gathered instead
         if self._held:
             self._release(step, now)
-        self._request_for(head)
+        request_for(self.inflight, head)
         held_back = self.upstream_reader.stream_after  # its last bytes wait for its walk
         self._stream = stream = StreamedResponse(req, start, body, now - req.received, held_back)
         step.to_client.extend(stream.begin(head))
@@ -394,6 +389,11 @@ class ProxySession(FastLane):
             except ProtocolError as exc:  # a waiting request was bad: the client's fault
                 step.close = SessionClose("client", exc.reason, str(exc))
                 return
-        if self._paused_for_inflight and not self._waiting and len(self.inflight) < limit // 2 + 1:
+        # Half the slots free, or a released request is on its way (`_must_pause`).
+        if (
+            self._paused_for_inflight
+            and not self._waiting
+            and (len(self.inflight) < limit // 2 + 1 or self.client_reader.passing)
+        ):
             self._paused_for_inflight = False
             step.resume_reading = True

@@ -276,3 +276,32 @@ def test_the_running_build_is_reported(kproxy: KproxyProcess) -> None:
     assert kproxy.metric("kproxy_build_info", **labels) == 1
     # Logged as kproxy starts listening: polled, the port may open a moment before.
     wait_until(lambda: f"hot path {build}, event loop uvloop" in kproxy.log(), 10, what="log")
+
+
+def test_large_messages_at_one_request_in_flight(
+    tansu: TansuBroker, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`limits.max_in_flight_requests: 1` and a producer of 300 KB messages: each
+    Produce request takes the only slot as its first bytes arrive, and kproxy must read
+    it to its end before it stops reading the client, or the broker never answers and
+    every message times out. Every message is delivered, and kproxy then stops at its
+    first SIGTERM."""
+    from confluent_kafka import Producer
+
+    workdir = tmp_path_factory.mktemp("kproxy-one")
+    one = {"max_in_flight_requests": 1}
+    with KproxyProcess(workdir, [tansu.bootstrap], limits=one) as kp:
+        topic = "dp-one-in-flight"
+        create_topic(kp.bootstrap, topic)
+        producer = Producer({"bootstrap.servers": kp.bootstrap, "linger.ms": 5, "acks": "all",
+                             "message.timeout.ms": 60_000})  # fmt: skip
+        outcomes: list[object] = []
+        for i in range(200):
+            value = bytes((i + j) % 251 for j in range(300_000))
+            producer.produce(
+                topic, value, b"k%03d" % i, on_delivery=lambda e, _m: outcomes.append(e)
+            )
+            producer.poll(0)
+        assert producer.flush(90) == 0
+        assert outcomes == [None] * 200, [str(e) for e in outcomes if e is not None][:3]
+        assert kp.stop() == 0

@@ -207,10 +207,18 @@ def test_parts_kept_and_completed_are_what_feed_through_does(
 
 
 def test_gather_only_after_a_frame_start() -> None:
+    """Asked for whole without a FrameStart, or once bytes after it were fed (its rest
+    already handed over): a ProtocolError, which closes the connection."""
     reader = FrameReader(1000, stream_after=10)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ProtocolError) as raised:
         reader.gather()
+    assert raised.value.reason == "frame_not_gathered"
     assert [bytes(f) for f in reader.feed(framed(b"x" * 50))] == [b"x" * 50]
+    (start,) = reader.feed_through(framed(b"y" * 100)[:40])
+    assert isinstance(start, FrameStart)
+    reader.feed_through(b"y" * 10)
+    with pytest.raises(ProtocolError):
+        reader.gather()
 
 
 def test_cut_through_frame_truncated_by_the_peer_is_still_counted_as_buffered() -> None:

@@ -19,6 +19,7 @@ from kio.schema.produce.v10.response import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from kio.static.primitive import Records
 
 from kproxy.config.settings import parse_config
 from kproxy.runtime.mapping import AddressMap
@@ -101,14 +102,16 @@ def metadata_response(corr: int, brokers: list[tuple[int, str, int]]) -> bytes:
     return encode_response_frame(msg, corr)
 
 
-def produce_request(corr: int, acks: int) -> bytes:
+def produce_request(corr: int, acks: int, records: bytes | None = None) -> bytes:
+    """A Produce v10 request to partition 0 of "t", its records the bytes given."""
+    batch = None if records is None else Records(records)
     msg = ProduceRequest(
         transactional_id=None,
         acks=acks,
         timeout=datetime.timedelta(seconds=1),
         topic_data=(
             TopicProduceData(
-                name="t", partition_data=(PartitionProduceData(index=0, records=None),)
+                name="t", partition_data=(PartitionProduceData(index=0, records=batch),)
             ),
         ),
     )

@@ -25,6 +25,8 @@ from tests.session.frames import (
     joined,
     metadata_request,
     metadata_response,
+    produce_request,
+    produce_response,
     request_with,
     session,
     upstream,
@@ -187,3 +189,57 @@ def test_close_forgets_every_request_and_byte() -> None:
     s.close()
     assert len(s.inflight) == 0 and s.client_bytes_pending == 0
     assert s.inflight.unanswered == 0
+
+
+def large_produce(corr: int) -> bytes:
+    """A 300 KB Produce request: forwarded as it arrives (STREAM_REQUESTS_AFTER)."""
+    return produce_request(corr, acks=-1, records=bytes(range(256)) * 1200)
+
+
+def pieces(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+@pytest.mark.parametrize("max_in_flight", [1, 2, 3])
+def test_a_large_request_filling_the_last_slot_is_read_to_its_end(max_in_flight: int) -> None:
+    """The request that takes the last in-flight slot is on its way to the broker as it
+    arrives: reading must not pause inside it, or the broker never gets its end and
+    never answers. Reading pauses once it is all there, and resumes when its response
+    frees the slot."""
+    s = session(address_map(open_nodes=(1,)), max_in_flight=max_in_flight)
+    small = [metadata_request(corr) for corr in range(1, max_in_flight)]
+    request = large_produce(max_in_flight)
+    reads = [b"".join(small) + request[:20_000], *pieces(request[20_000:], 70_000)]
+    forwarded, paused_before_end = [], False
+    for i, data in enumerate(reads):
+        step = client(s, data)
+        assert step.close is None and step.held == 0
+        forwarded.append(joined(step.to_upstream))
+        paused_before_end |= step.pause_reading and i < len(reads) - 1
+    assert not paused_before_end
+    assert step.pause_reading  # the last piece read: every slot taken
+    assert b"".join(forwarded) == b"".join(small) + request
+    broker = [(1, "broker-1.invalid", 9092)]
+    for corr in range(1, max_in_flight):
+        assert upstream(s, metadata_response(corr, broker)).close is None
+    back = upstream(s, produce_response(max_in_flight))
+    assert struct.unpack_from(">i", joined(back.to_client), 4)[0] == max_in_flight
+    assert len(s.inflight) == 0 and not s.streaming_request
+
+
+def test_a_large_request_that_waited_for_a_slot_is_read_to_its_end_once_released() -> None:
+    """A large request whose first bytes arrive while every slot is taken waits, and
+    reading pauses; the response that frees the slot releases its start, and reading
+    resumes until its end, though the slot is taken again."""
+    s = session(address_map(open_nodes=(1,)), max_in_flight=1)
+    request = large_produce(2)
+    first = client(s, metadata_request(1) + request[:70_000])
+    assert joined(first.to_upstream) == metadata_request(1)
+    assert first.held == 1 and first.pause_reading
+    back = upstream(s, metadata_response(1, [(1, "broker-1.invalid", 9092)]))
+    assert back.resume_reading and joined(back.to_upstream) == request[:70_000]
+    rest = [client(s, data) for data in pieces(request[70_000:], 70_000)]
+    assert not any(step.pause_reading for step in rest[:-1]) and rest[-1].pause_reading
+    assert b"".join(joined(step.to_upstream) for step in rest) == request[70_000:]
+    done = upstream(s, produce_response(2))
+    assert struct.unpack_from(">i", joined(done.to_client), 4)[0] == 2 and done.resume_reading

@@ -19,6 +19,7 @@ from kproxy.session.admission import CLIENT_REFUSED_APIS
 from kproxy.session.policy import ALWAYS_ALLOWED, ApiPolicy
 from tests.kio_support import decode_response_frame, encode_request_frame, encode_response_frame
 from tests.session.frames import (
+    LATER,
     address_map,
     client,
     joined,
@@ -61,21 +62,59 @@ def test_a_refused_request_is_answered_and_never_forwarded() -> None:
     assert not s.inflight
 
 
-def test_a_refusal_waits_for_the_responses_before_it() -> None:
+def test_a_refusal_follows_the_responses_before_it_and_holds_nothing() -> None:
     """Responses keep their order: the refusal follows the Metadata answer that was
-    asked for first, and the request behind it goes out once it is answered."""
+    asked for first. Nothing waits for it: the request after it goes to the broker at
+    once, no request is held, reading never pauses, and the refusal is counted as the
+    request arrives."""
     s = policy_session({DELETE_TOPICS})
     step = client(s, metadata_request(8) + delete_topics(9, "orders") + metadata_request(10))
-    assert joined(step.to_upstream) == metadata_request(8)
-    assert step.to_client == [] and step.pause_reading
+    assert joined(step.to_upstream) == metadata_request(8) + metadata_request(10)
+    assert step.to_client == [] and not step.pause_reading and step.held == 0
+    assert step.refused == [DELETE_TOPICS]
+    assert s.waiting_bytes == 0
     step = upstream(s, metadata_response(8, [(1, "b1", 9092)]))
     out = joined(step.to_client)
     first_size = struct.unpack(">i", out[:4])[0]
     assert struct.unpack(">i", out[4:8])[0] == 8  # the Metadata answer first
     assert [r.name for r in refusal(out[4 + first_size :]).responses] == ["orders"]
-    assert step.refused == [DELETE_TOPICS]
-    assert joined(step.to_upstream) == metadata_request(10)
-    assert step.resume_reading
+    assert step.to_upstream == [] and not step.resume_reading and step.refused == []
+    step = upstream(s, metadata_response(10, [(1, "b1", 9092)]))
+    assert struct.unpack(">i", joined(step.to_client)[4:8])[0] == 10
+    assert not s.answering
+
+
+def test_refusals_in_a_row_follow_the_response_before_them_in_order() -> None:
+    s = policy_session({DELETE_TOPICS})
+    step = client(s, metadata_request(8) + delete_topics(9, "a") + delete_topics(11, "b"))
+    assert step.refused == [DELETE_TOPICS, DELETE_TOPICS] and not step.pause_reading
+    out = joined(upstream(s, metadata_response(8, [(1, "b1", 9092)])).to_client)
+    frames, pos = [], 0
+    while pos < len(out):
+        size = struct.unpack_from(">i", out, pos)[0]
+        frames.append(out[pos : pos + 4 + size])
+        pos += 4 + size
+    assert [struct.unpack_from(">i", f, 4)[0] for f in frames] == [8, 9, 11]
+    assert [
+        r.name for r in decode_response_frame(DeleteTopicsResponse, frames[2])[1].responses
+    ] == ["b"]
+
+
+def test_a_refusal_follows_a_response_held_for_a_listener() -> None:
+    """A response that names a node with no listener yet is held until the runtime opens
+    one; a refusal that came after its request still goes out after it."""
+    policy = ApiPolicy("gateway", frozenset({DELETE_TOPICS}))
+    s = ProxySession(address_map(), SessionLimits(1 << 20, 100), CLIENT_REFUSED_APIS, policy)
+    client(s, metadata_request(8))
+    held = upstream(s, metadata_response(8, [(1, "b1", 9092)]))
+    assert held.nodes_needing_listeners == [1] and held.to_client == []
+    step = client(s, delete_topics(9, "orders"))
+    assert step.to_client == [] and step.refused == [DELETE_TOPICS] and not step.pause_reading
+    s.mapping.listener_bound(1, 19001)
+    out = joined(s.listeners_opened(LATER).to_client)
+    first_size = struct.unpack(">i", out[:4])[0]
+    assert struct.unpack(">i", out[4:8])[0] == 8
+    assert [r.name for r in refusal(out[4 + first_size :]).responses] == ["orders"]
 
 
 def advertised_keys(s: ProxySession) -> list[int]:
@@ -127,3 +166,19 @@ def test_a_refused_produce_with_acks_0_closes_the_connection() -> None:
 
 def test_what_a_client_needs_first_is_never_refused() -> None:
     assert ApiPolicy("x", ALWAYS_ALLOWED | {DELETE_TOPICS}).denied == {DELETE_TOPICS}
+
+
+def test_a_denied_large_request_read_past_its_start_closes_the_connection() -> None:
+    """A large denied request must be read whole to be refused entity by entity. When
+    its start waited for a slot and more of it was read all the same (a runtime that
+    did not pause), it can no longer be: the connection is closed with a reason, and
+    nothing of it reaches the broker."""
+    s = policy_session({PRODUCE}, max_in_flight=1)
+    large = produce_request(2, acks=1, records=b"\x05" * 80_000)
+    first = client(s, metadata_request(1) + large[:70_000])
+    assert first.held == 1 and first.pause_reading
+    more = client(s, large[70_000:])  # read although paused
+    assert more.close is None and more.to_upstream == []
+    back = upstream(s, metadata_response(1, [(1, "b1", 9092)]))
+    assert back.close is not None and back.close.reason == "frame_not_gathered"
+    assert back.to_upstream == []
