@@ -292,6 +292,10 @@ def test_gateway_refuses_create_topics_with_an_authorization_error(
     assert {"policy-confluent", "policy-java"} <= topics(kafka)
     assert gateway.metric("kproxy_requests_refused_total", api="CreateTopics")
     assert "refused CreateTopics from client" in gateway.log()
+    # A refusal behind requests still in flight waits for their answers alone: it is no
+    # in-flight hold, and reading never paused for it.
+    assert gateway.metric("kproxy_requests_held_total") == 0
+    assert "more wait, reading paused" not in gateway.log()
 
 
 def test_a_gateway_leaves_refused_apis_out_of_api_versions(
