@@ -34,9 +34,15 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EXIT_USAGE = 2
 """Exit code for configuration errors and missing optional extras (like argparse)."""
 
-DEMO_HINT = "kproxy demo needs the demo extra: pip install 'kproxy[demo]'"
-ANALYZE_HINT = "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'"
-KAFKA_SINK_HINT = "events.sink kafka needs the kafka extra: pip install 'kproxy[kafka]'"
+# kproxy installs from a clone (the `kproxy` on PyPI is another project): the hints say
+# so, as the README does.
+DEMO_HINT = "kproxy demo needs the demo extra: pip install -e '.[demo]' (in a kproxy clone)"
+ANALYZE_HINT = (
+    "kproxy analyze needs the analytics extra: pip install -e '.[analytics]' (in a kproxy clone)"
+)
+KAFKA_SINK_HINT = (
+    "events.sink kafka needs the kafka extra: pip install -e '.[kafka]' (in a kproxy clone)"
+)
 
 logger = logging.getLogger("kproxy.cli")
 
@@ -185,8 +191,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         _err(DEMO_HINT)
         return EXIT_USAGE
     demo = importlib.import_module("kproxy.demo.run")
-    run_demo = cast(Callable[[float | None, int, float], int], demo.run_demo)
-    return run_demo(args.duration, args.brokers, args.leader_interval)
+    run_demo = cast(Callable[[float | None, int, float, int], int], demo.run_demo)
+    return run_demo(args.duration, args.brokers, args.leader_interval, args.port)
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
@@ -211,6 +217,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0-65535: {text!r}")
     return value
 
 
@@ -270,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_run, parser=p)
 
-    p = sub.add_parser("demo", help="run a local demo cluster behind kproxy (needs kproxy[demo])")
+    p = sub.add_parser("demo", help="run a local demo cluster behind kproxy (needs the demo extra)")
     p.add_argument(
         "--duration",
         type=_positive_float,
@@ -292,12 +308,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="move a partition leader this often (default: 5)",
     )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=0,
+        metavar="PORT",
+        help="kproxy's bootstrap port on 127.0.0.1 (default: one the OS chooses)",
+    )
     p.set_defaults(func=_cmd_demo, parser=p)
 
     p = sub.add_parser(
         "analyze",
         help="analyze kproxy events (files or a Kafka topic) with Spark, in batch or "
-        "following them (needs kproxy[analytics])",
+        "following them (needs the analytics extra)",
     )
     add_analyze_arguments(p, default_master=DEFAULT_MASTER)
     p.set_defaults(func=_cmd_analyze, parser=p)

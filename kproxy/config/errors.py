@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from typing import Any, Final
@@ -54,6 +55,14 @@ class ConfigError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
+
+
+def unknown_key(key: object, fields: list[str]) -> str:
+    """The message for a key no field has: the closest field's name when one is close
+    (a misspelling, or `-` for `_`), and every field's."""
+    near = difflib.get_close_matches(str(key).replace("-", "_"), fields, n=1)
+    hint = f", did you mean {near[0]!r}?" if near else ""
+    return f"unknown key{hint} (allowed: {', '.join(fields)})"
 
 
 def key_segment(key: object) -> str:
@@ -130,8 +139,8 @@ def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> Co
     path = _path(loc)
     if kind == "extra_forbidden":
         model = _model_at(root, loc[:-1])
-        allowed = ", ".join(model.model_fields) if model is not None else ""
-        return ConfigError(path, f"unknown key (allowed: {allowed})")
+        fields = list(model.model_fields) if model is not None else []
+        return ConfigError(path, unknown_key(loc[-1], fields))
     if kind == "too_short" and ctx.get("min_length") == 1:
         kind = "string_too_short"  # an empty list where one item is needed
     bounds = _range(root, loc) if kind in ("greater_than_equal", "less_than_equal") else None

@@ -37,6 +37,14 @@ def check_ports(lst: NodePorts, admin_port: int, controller_ports: Mapping[int, 
 
     if admin_port and admin_port == bootstrap:
         raise fail("admin.port", "collides with listeners.bootstrap_port")
+    node_id = derived_node(admin_port) if admin_port else None
+    if node_id is not None:
+        raise fail(
+            "admin.port",
+            f"port {admin_port} is the port of node {node_id} (listeners.broker_port_base "
+            f"{base} + {node_id}): move admin.port, or lower listeners.max_node_id below "
+            f"{node_id}",
+        )
     node_id = derived_node(bootstrap) if bootstrap else None
     if node_id is not None:
         raise fail(

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from kproxy.config.errors import key_segment
+from kproxy.config.errors import key_segment, unknown_key
 from kproxy.config.types import fail
 
 __all__ = ["Section"]
@@ -23,6 +23,5 @@ class Section(BaseModel):
         if isinstance(data, Mapping):
             for key in data:
                 if not isinstance(key, str) or key not in cls.model_fields:
-                    allowed = ", ".join(cls.model_fields)
-                    raise fail(key_segment(key), f"unknown key (allowed: {allowed})")
+                    raise fail(key_segment(key), unknown_key(key, list(cls.model_fields)))
         return data

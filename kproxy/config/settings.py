@@ -173,8 +173,9 @@ class ListenerSettings(Section):
         description="node id -> port, before broker_port_base + id",
         json_schema_extra={"propertyNames": {"pattern": "^[0-9]+$"}},
     )
+    # 500: the node ports (broker_port_base 9100 + id) stay below the admin port (9644).
     max_node_id: Annotated[int, Strict(), Field(ge=0)] = Field(
-        1000, description="ids above this without an override cannot be mapped"
+        500, description="ids above this without an override cannot be mapped"
     )
     role: Literal["client", "controller"] = Field(
         "client",

@@ -1,7 +1,7 @@
 """`kproxy demo`: a 3-broker cluster, kproxy in front of it, traffic and leader churn.
 
 Runs with no Kafka of one's own: librdkafka's mock cluster (from the confluent-kafka
-wheel, `pip install 'kproxy[demo]'`) runs inside this process on loopback ports. Its
+wheel, `pip install -e '.[demo]'`) runs inside this process on loopback ports. Its
 brokers advertise names no client can resolve (`broker-N.demo.invalid`), so any client
 that gets through is proof that kproxy rewrote every address. A producer and a consumer
 move data through kproxy while the demo moves partition leaders every few seconds, and
@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
+import shlex
 import tempfile
 import threading
 import time
@@ -39,14 +41,18 @@ class DemoStats:
         self.leader_moves = 0
 
 
-def demo_settings(bootstrap: str, overrides: dict[str, str], events_dir: str) -> Settings:
+def demo_settings(
+    bootstrap: str, overrides: dict[str, str], events_dir: str, port: int = 0
+) -> Settings:
+    """kproxy in front of the mock cluster on loopback: its bootstrap on `port` (0: one
+    the OS chooses), its node ports and admin port chosen by the OS."""
     return parse_config(
         {
             "cluster": {"bootstrap_servers": bootstrap.split(","), "dial_overrides": overrides},
             "listeners": {
                 "bind_host": "127.0.0.1",
                 "advertised_host": "127.0.0.1",
-                "bootstrap_port": 0,
+                "bootstrap_port": port,
                 "broker_port_base": 0,
             },
             "admin": {"bind_host": "127.0.0.1", "port": 0},
@@ -159,6 +165,7 @@ async def _demo(
             "keeps it from clients, and warns (kproxy_responses_trimmed_total)"
         )
         print(f"kproxy demo: moving a partition leader every {leader_interval:g}s; Ctrl-C stops")
+        print(f"kproxy demo: try a client of your own: {client_command(bootstrap)}", flush=True)
         stop = threading.Event()
         threads = [
             threading.Thread(target=_producer_loop, args=(bootstrap, stats, stop), daemon=True),
@@ -209,18 +216,35 @@ def _print_status(stats: DemoStats, observer: Any) -> None:
     print(line, flush=True)
 
 
-def run_demo(duration: float | None, brokers: int, leader_interval: float) -> int:
+def client_command(bootstrap: str) -> str:
+    """A command to paste into another terminal: a consumer of the demo's topic through
+    kproxy (confluent-kafka comes with the demo extra)."""
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "try-kproxy",
+        "auto.offset.reset": "earliest",
+    }
+    # Double quotes inside (JSON's), so that the shell's single quotes hold it as it is.
+    code = (
+        f"from confluent_kafka import Consumer; c = Consumer({json.dumps(config)}); "
+        f"c.subscribe([{json.dumps(TOPIC)}]); "
+        'print(len(c.consume(10, 10)), "messages read through kproxy"); c.close()'
+    )
+    return f"python3 -c {shlex.quote(code)}"
+
+
+def run_demo(duration: float | None, brokers: int, leader_interval: float, port: int = 0) -> int:
     from kproxy.demo.mockcluster import MockCluster
 
     logging.getLogger("kproxy").setLevel(logging.WARNING)
     with MockCluster(brokers=brokers) as cluster, tempfile.TemporaryDirectory() as events_dir:
         cluster.create_topic(TOPIC, PARTITIONS, min(3, brokers))
         overrides = cluster.advertise_invalid_names("demo.invalid")
-        settings = demo_settings(cluster.bootstraps, overrides, events_dir)
+        settings = demo_settings(cluster.bootstraps, overrides, events_dir, port)
         return run_loop(
             settings,
             lambda stop: _demo(settings, cluster, stop, duration, brokers, leader_interval),
         )
 
 
-__all__ = ["demo_settings", "run_demo"]
+__all__ = ["client_command", "demo_settings", "run_demo"]

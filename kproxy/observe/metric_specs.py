@@ -193,6 +193,13 @@ ACCEPT_ERRORS = MetricSpec(
     ("reason",),
     "Connections the kernel could not give kproxy (fd_exhausted: EMFILE or ENFILE).",
 )
+LISTENER_BIND_FAILURES = MetricSpec(
+    "kproxy_listener_bind_failures_total",
+    COUNTER,
+    ("listener",),
+    "Attempts to open a node's listener that failed (its port taken, say); kproxy retries "
+    "with backoff, and /readyz fails while one is not open.",
+)
 REQUESTS_HELD = MetricSpec(
     "kproxy_requests_held_total",
     COUNTER,

@@ -1,9 +1,7 @@
-"""What kproxy reports: metrics, the event log and the topology, fed by the runtime.
-
-`Observability` is the `ProxyObserver` that `kproxy run` (and `kproxy demo`) give their
-proxy. Every fact that is both counted and logged is counted and queued at the same
-place, so with no events dropped the event log's counts per type equal the metrics
-(`kproxy_events_dropped_total` says when they cannot).
+"""What kproxy reports, fed by the runtime: `Observability` is the `ProxyObserver` that
+`kproxy run` (and `kproxy demo`) give their proxy. Every fact both counted and logged is
+counted and queued at the same place, so with no events dropped the event log's counts
+per type equal the metrics (`kproxy_events_dropped_total` says when they cannot).
 """
 
 from __future__ import annotations
@@ -129,8 +127,7 @@ class Observability(ProxyObserver):
         return event_log
 
     def start_events(self, proxy_bootstrap: str) -> None:
-        """Start the event log's writer, now that kproxy's own bootstrap listener (which
-        a Kafka sink in `proxy` mode publishes through) is at `proxy_bootstrap`."""
+        """Start the event log's writer: kproxy's bootstrap (a `proxy` Kafka sink's) is up."""
         self._proxy_bootstrap = proxy_bootstrap
         if self.events is not None:
             self.events.start()
@@ -162,6 +159,9 @@ class Observability(ProxyObserver):
 
     def accept_error(self, reason: str) -> None:
         self.metrics.accept_errors.labels(reason).inc()
+
+    def listener_bind_failed(self, listener: str) -> None:
+        self.metrics.listener_bind_failures.labels(listener).inc()
 
     def requests_held(self, listener: str, count: int) -> None:
         self.metrics.requests_held.labels(listener).inc(count)

@@ -21,6 +21,7 @@ from kproxy.runtime.listeners import ListenerSet
 from kproxy.runtime.mapping import AddressMap
 from kproxy.runtime.observer import ProxyObserver
 from kproxy.runtime.own_connection import MetadataRefused, fetch_brokers
+from kproxy.runtime.resolution import NodeResolution
 from kproxy.runtime.sasl import SaslFailed
 from kproxy.runtime.tls import failure_reason as tls_failure_reason
 from kproxy.runtime.tls import failure_text as tls_failure_text
@@ -82,6 +83,7 @@ class ClusterDiscovery:
         self.connect_timeout = connect_timeout
         self.reached = False
         self.running = True
+        self.resolution = NodeResolution(addresses)
         self._lock: asyncio.Lock | None = None
 
     def mark_reached(self) -> None:
@@ -125,6 +127,7 @@ class ClusterDiscovery:
                     continue
                 self.apply_brokers(brokers)
                 self.mark_reached()
+                await self.resolution.check()
                 return True
         return False
 

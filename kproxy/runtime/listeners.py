@@ -2,7 +2,9 @@
 
 A node's listener is bound synchronously, before the response that named the node is
 written, so a client that connects right after it is queued by the kernel; serving
-starts a moment later on the event loop.
+starts a moment later on the event loop. A node's port that cannot be bound (another
+process holds it) is tried again with backoff until it can: meanwhile `/readyz` says
+which and why (`failures`), and clients are told of no address for that node.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Callable, Iterable
-from typing import cast
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, cast
 
 from kproxy.protocol.hostport import format_host_port
 from kproxy.runtime.describe import describe
@@ -21,6 +23,9 @@ from kproxy.runtime.quorum import QuorumMap, controller_listener_name
 log = logging.getLogger("kproxy.listeners")
 
 BOOTSTRAP = "bootstrap"
+# A node port that could not be bound is tried again after this, doubling up to the cap.
+RETRY_FIRST_SECONDS = 0.5
+RETRY_MAX_SECONDS = 30.0
 # What a connection accepted on a listener is given to: kproxy's protocols subclass no
 # asyncio class (`kproxy.runtime.client` says why); the loops need none.
 ProtocolFactory = Callable[[str, "int | None"], object]
@@ -36,16 +41,24 @@ class Listener:
         self.sock = sock
         self.server: asyncio.AbstractServer | None = None
         self.state = "binding"  # binding, serving, failed, closed
+        self.error: str | None = None  # why a failed one could not be bound
 
 
 class ListenerSet:
     """Every listener of one kproxy process, keyed by name (`bootstrap`, `node-N`,
     `controller-N`)."""
 
-    def __init__(self, bind_host: str, addresses: AddressMap, factory: ProtocolFactory) -> None:
+    def __init__(
+        self,
+        bind_host: str,
+        addresses: AddressMap,
+        factory: ProtocolFactory,
+        bind_failed: Callable[[str], None] = lambda name: None,
+    ) -> None:
         self.bind_host = bind_host
         self.addresses = addresses
         self.factory = factory
+        self.bind_failed = bind_failed  # counted (kproxy_listener_bind_failures_total)
         self.by_name: dict[str, Listener] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -82,6 +95,10 @@ class ListenerSet:
             self.addresses.listener_failed,
         )
 
+    def failures(self) -> list[Listener]:
+        """The listeners kproxy needs and could not open (being retried)."""
+        return [lst for lst in self.by_name.values() if lst.state == "failed"]
+
     def open_controller(self, quorum: QuorumMap, node_id: int, port: int) -> Listener | None:
         """A KRaft controller's port (`quorum.controllers`), opened at start."""
         return self._open(
@@ -105,29 +122,62 @@ class ListenerSet:
         try:
             sock = self._bind(port)
         except OSError as exc:
-            log.error(
-                "cannot listen on %s for %s: %s",
-                format_host_port(self.bind_host, port),
-                name,
-                describe(exc),
-            )
             dead = Listener(name, node_id, port, socket.socket())
             dead.sock.close()
             dead.state = "failed"
+            dead.error = describe(exc)
             self.by_name[name] = dead
+            self.bind_failed(name)
+            retried = failed is not None and node_id is not None
+            log.error(
+                "cannot listen on %s for %s: %s%s",
+                format_host_port(self.bind_host, port),
+                name,
+                dead.error,
+                "; trying again until it can" if retried else "",
+            )
             if failed is not None and node_id is not None:
                 failed(node_id)
+                self._spawn(self._retry(dead, bound))
             return None
+        return self._listening(name, node_id, sock, bound)
+
+    def _listening(
+        self, name: str, node_id: int | None, sock: socket.socket, bound: Callable[[int], None]
+    ) -> Listener:
         # Port 0 means an OS-chosen port (demo and tests): clients are told the real one.
         actual_port = sock.getsockname()[1]
         listener = Listener(name, node_id, actual_port, sock)
         self.by_name[name] = listener
         bound(actual_port)
-        task = asyncio.get_running_loop().create_task(self._serve(listener))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._serve(listener))
         log.info("listening on %s for %s", format_host_port(self.bind_host, actual_port), name)
         return listener
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _retry(self, dead: Listener, bound: Callable[[int], None]) -> None:
+        """Bind a node's port again, with backoff, until it can (or kproxy stops); then
+        serve it, and clients are told of the node's address from then on."""
+        delay = RETRY_FIRST_SECONDS
+        while True:
+            await asyncio.sleep(delay)
+            if self.by_name.get(dead.name) is not dead or dead.state != "failed":
+                return  # stopped, or closed
+            try:
+                sock = self._bind(dead.port)
+            except OSError as exc:
+                dead.error = describe(exc)
+                self.bind_failed(dead.name)
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
+                continue
+            if dead.node_id is not None:
+                self.addresses.failed_listeners.discard(dead.node_id)
+            self._listening(dead.name, dead.node_id, sock, bound)
+            return
 
     def open_nodes(self, node_ids: Iterable[int]) -> None:
         for node_id in node_ids:
@@ -154,7 +204,7 @@ class ListenerSet:
                 listener.server.close()
             elif listener.state != "failed":
                 listener.sock.close()
-            listener.state = "closed"
+            listener.state = "closed"  # a failed one is retried no more
         for task in list(self._tasks):
             task.cancel()
 

@@ -38,6 +38,9 @@ class ProxyObserver:
     def accept_error(self, reason: str) -> None:
         """The kernel refused kproxy a new connection's descriptor (EMFILE, ENFILE)."""
 
+    def listener_bind_failed(self, listener: str) -> None:
+        """A listener kproxy needs could not be opened (retried with backoff)."""
+
     def requests_held(self, listener: str, count: int) -> None:
         """Requests read past the in-flight limit, waiting for a slot."""
 

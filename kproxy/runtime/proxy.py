@@ -72,7 +72,9 @@ class Proxy:
             if settings.quorum.controllers
             else None
         )
-        self.listeners = ListenerSet(lst.bind_host, self.addresses, self._new_connection)
+        self.listeners = ListenerSet(
+            lst.bind_host, self.addresses, self._new_connection, self.observer.listener_bind_failed
+        )
         self.reports = NodeReports(self.addresses, self.observer, lst.max_node_id)
         connect_timeout = float(settings.cluster.connect_timeout_seconds)
         # TLS files are read here: one that cannot be loaded stops kproxy before it listens.
@@ -252,13 +254,25 @@ class Proxy:
 
     # -- what the admin server reads ---------------------------------------------------------------
     def readiness(self) -> tuple[bool, str]:
-        """(ready, reason): the bootstrap listener serves and the cluster was reached."""
+        """(ready, reason): the bootstrap listener and every node listener kproxy needs
+        serve, the cluster was reached, and at least one of its nodes can be dialled."""
         listener = self.listeners.get(BOOTSTRAP)
         if listener is None or listener.state != "serving":
             state = "missing" if listener is None else listener.state
             return False, f"the bootstrap listener is {state}"
+        failed = self.listeners.failures()
+        if failed:
+            host = self.listeners.bind_host
+            return False, "; ".join(
+                f"{lst.name} cannot listen on {format_host_port(host, lst.port)} ({lst.error}); "
+                "retrying"
+                for lst in failed
+            )
         if not self.discovery.reached:
             return False, "the cluster has not been reached yet"
+        unreachable = self.discovery.resolution.none_dialable()
+        if unreachable is not None:
+            return False, unreachable
         return True, "ready"
 
     def topology(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import socket
 import ssl
 from collections.abc import Callable
 from typing import Protocol, cast
@@ -18,6 +19,7 @@ from kproxy.protocol.hostport import format_host_port
 from kproxy.runtime.describe import describe
 from kproxy.runtime.mapping import DialTarget
 from kproxy.runtime.ratelog import RateLimitedLog
+from kproxy.runtime.resolution import DIAL_OVERRIDES_HINT
 from kproxy.runtime.services import ConnectionServices
 from kproxy.runtime.tls import failure_reason as tls_failure_reason
 from kproxy.runtime.tls import failure_text as tls_failure_text
@@ -174,6 +176,8 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
             if isinstance(exc, ssl.SSLError):
                 svc.observer.tls_handshake_failed("upstream", tls_failure_reason(exc))
                 why = f"TLS handshake with {name} failed: {tls_failure_text(exc)}"
+            elif isinstance(exc, socket.gaierror):
+                why = f"{describe(exc)}: {host} does not resolve here; {DIAL_OVERRIDES_HINT}"
             else:
                 why = describe(exc)
             _unreachable.warning(

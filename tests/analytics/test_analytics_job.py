@@ -157,6 +157,47 @@ def test_missing_input_exits_2_with_one_line(tmp_path: Path) -> None:
     assert result.stdout == ""
 
 
+def test_a_missing_local_input_is_refused_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in a path costs no Spark start (seconds): checked first, in Python."""
+    import kproxy.analytics.session
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark was started for an input that names nothing")
+
+    monkeypatch.setattr(kproxy.analytics.session, "build_session", no_spark)
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    missing = str(tmp_path / "doesnotexist")
+    assert kproxy_cli.main(["analyze", missing, "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == f"kproxy analyze: no such file or directory: {missing}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_only_local_paths_are_checked_before_spark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Remote inputs, Hadoop's own globs and a cluster's paths are Spark's to check."""
+    from kproxy.analytics.cli import missing_local_inputs
+
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    (tmp_path / "events-1.jsonl").write_text("")
+    here, nowhere = str(tmp_path / "events-*.jsonl"), str(tmp_path / "nope*")
+    inputs = [
+        here,
+        nowhere,
+        f"file://{nowhere}",
+        "s3a://b/k/",
+        "kafka://h:1/t",
+        f"{nowhere}{{a,b}}",
+    ]
+    assert missing_local_inputs(inputs, "local[*]") == [nowhere, f"file://{nowhere}"]
+    assert missing_local_inputs(inputs, None) == [nowhere, f"file://{nowhere}"]
+    assert missing_local_inputs(inputs, "spark://master:7077") == []
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    assert missing_local_inputs(inputs, "local[*]") == []
+
+
 def test_without_matplotlib_says_how_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -199,7 +199,8 @@ def test_analyze_without_pyspark(tmp_path: Path) -> None:
     result = run_script(script, "analyze", str(tmp_path / "events.jsonl"), "--out", out)
     assert result.returncode == 2
     assert result.stderr == (
-        "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'\n"
+        "kproxy analyze needs the analytics extra: "
+        "pip install -e '.[analytics]' (in a kproxy clone)\n"
     )
     assert not Path(out).exists()
 

@@ -23,7 +23,7 @@ def test_demo_without_confluent_kafka(
     assert cli.main(["demo"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == "kproxy demo needs the demo extra: pip install 'kproxy[demo]'\n"
+    assert err == "kproxy demo needs the demo extra: pip install -e '.[demo]' (in a kproxy clone)\n"
 
 
 def test_a_kafka_sink_without_confluent_kafka_refuses_to_start(
@@ -35,14 +35,17 @@ def test_a_kafka_sink_without_confluent_kafka_refuses_to_start(
     assert cli.main(["run", "--config", str(config)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == "events.sink kafka needs the kafka extra: pip install 'kproxy[kafka]'\n"
+    assert (
+        err == "events.sink kafka needs the kafka extra: "
+        "pip install -e '.[kafka]' (in a kproxy clone)\n"
+    )
 
 
 def test_demo_passes_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
 
-    def run_demo(duration: float | None, brokers: int, leader_interval: float) -> int:
-        calls.append((duration, brokers, leader_interval))
+    def run_demo(duration: float | None, brokers: int, leader_interval: float, port: int) -> int:
+        calls.append((duration, brokers, leader_interval, port))
         return 3
 
     monkeypatch.setitem(sys.modules, "confluent_kafka", types.ModuleType("confluent_kafka"))
@@ -52,11 +55,19 @@ def test_demo_passes_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert cli.main(["demo"]) == 3
     assert cli.main(["demo", "--duration", "2.5", "--brokers", "5", "--leader-interval", "1"]) == 3
-    assert calls == [(None, 3, 5.0), (2.5, 5, 1.0)]
+    assert cli.main(["demo", "--port", "19092"]) == 3
+    assert calls == [(None, 3, 5.0, 0), (2.5, 5, 1.0, 0), (None, 3, 5.0, 19092)]
 
 
 @pytest.mark.parametrize(
-    "argv", [["demo", "--brokers", "0"], ["demo", "--duration", "-1"], ["demo", "--brokers", "x"]]
+    "argv",
+    [
+        ["demo", "--brokers", "0"],
+        ["demo", "--duration", "-1"],
+        ["demo", "--brokers", "x"],
+        ["demo", "--port", "70000"],
+        ["demo", "--port", "x"],
+    ],
 )
 def test_demo_rejects_bad_arguments(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
@@ -70,7 +81,8 @@ def test_analyze_without_pyspark_in_process(
     monkeypatch.setitem(sys.modules, "pyspark", None)
     assert cli.main(["analyze", "events/"]) == 2
     assert capsys.readouterr().err == (
-        "kproxy analyze needs the analytics extra: pip install 'kproxy[analytics]'\n"
+        "kproxy analyze needs the analytics extra: "
+        "pip install -e '.[analytics]' (in a kproxy clone)\n"
     )
 
 

@@ -83,7 +83,7 @@ def test_defaults() -> None:
         bootstrap_port=9092,
         broker_port_base=9100,
         node_port_overrides={},
-        max_node_id=1000,
+        max_node_id=500,
     )
     assert s.limits == LimitSettings(
         max_frame_bytes=104857600, write_buffer_high_bytes=4194304, max_in_flight_requests=1000

@@ -62,8 +62,8 @@ def test_os_chosen_node_ports_never_collide() -> None:
 def test_port_for_node_defaults() -> None:
     listeners = parse_config(MINIMAL).listeners
     assert listeners.port_for_node(0) == 9100
-    assert listeners.port_for_node(1000) == 10100
-    assert listeners.port_for_node(1001) is None
+    assert listeners.port_for_node(500) == 9600
+    assert listeners.port_for_node(501) is None
 
 
 def test_host_only_dial_overrides_keep_the_port() -> None:
@@ -204,3 +204,23 @@ def test_the_quorum_needs_a_restart_to_change() -> None:
     old = parse_config(cfg())
     new = parse_config(quorum_cfg(**{"1": {"port": 19001, "address": "c.invalid:9093"}}))
     assert plan(old, new).restart == ["quorum.controllers"]
+
+
+def test_the_default_node_ports_stay_clear_of_the_default_admin_port() -> None:
+    """Node N is served on 9100 + N up to max_node_id: with the defaults the range ends
+    below the admin port (9644), which it once ran through."""
+    settings = parse_config(MINIMAL)
+    lst, admin = settings.listeners, settings.admin
+    top = lst.broker_port_base + lst.max_node_id
+    assert top < admin.port
+    assert lst.port_for_node(lst.max_node_id) == top
+
+
+def test_an_admin_port_among_the_node_ports_is_refused() -> None:
+    assert error_of(cfg(listeners={"max_node_id": 1000})) == (
+        "admin.port: port 9644 is the port of node 544 (listeners.broker_port_base 9100 + "
+        "544): move admin.port, or lower listeners.max_node_id below 544"
+    )
+    # An override for that node moves it off the port; admin disabled frees it.
+    assert parse_config(cfg(listeners={"max_node_id": 1000, "node_port_overrides": {544: 9099}}))
+    assert parse_config(cfg(listeners={"max_node_id": 1000}, admin={"enabled": False}))

@@ -28,7 +28,7 @@ def test_there_are_sidecar_and_gateway_manifests() -> None:
 def test_manifest_validates_strictly(path: Path) -> None:
     tool = shutil.which("kubernetes-validate")
     if tool is None:
-        pytest.skip("kubernetes-validate is not installed (pip install 'kproxy[test]')")
+        pytest.skip("kubernetes-validate is not installed (pip install -e '.[test]')")
     run = subprocess.run([tool, "--strict", str(path)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -62,6 +62,6 @@ def test_embedded_kproxy_config_loads_and_ports_agree(path: Path) -> None:
 def test_dockerfile_lints_clean() -> None:
     tool = shutil.which("hadolint")
     if tool is None:
-        pytest.skip("hadolint is not installed (pip install 'kproxy[test]')")
+        pytest.skip("hadolint is not installed (pip install -e '.[test]')")
     run = subprocess.run([tool, str(REPO / "Dockerfile")], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -32,7 +32,7 @@ def run(*argv: str) -> subprocess.CompletedProcess[str]:
 def test_ruff(argv: tuple[str, ...]) -> None:
     # Through this interpreter: a `ruff` script need not be on PATH (pyenv's shims).
     if importlib.util.find_spec("ruff") is None:
-        pytest.skip("ruff is not installed (it comes with kproxy[test])")
+        pytest.skip("ruff is not installed (it comes with the test extra)")
     proc = run(sys.executable, "-m", *argv)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
