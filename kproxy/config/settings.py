@@ -35,6 +35,7 @@ from kproxy.config.errors import FILE_PATH, ConfigError, describe_validation_err
 from kproxy.config.events import EventSettings, KafkaSinkSettings
 from kproxy.config.policy import ApiPolicySettings
 from kproxy.config.ports import NodePorts, check_ports
+from kproxy.config.proxy_protocol import ProxyProtocolSettings
 from kproxy.config.quorum import ControllerSettings, QuorumSettings
 from kproxy.config.sasl import ClusterSaslSettings
 from kproxy.config.section import Section
@@ -197,6 +198,11 @@ class ListenerSettings(Section):
         None,
         description="the Kafka APIs clients may call here; refused ones get the "
         "authorization error a broker sends (absent: all)",
+    )
+    proxy_protocol: ProxyProtocolSettings | None = Field(
+        None,
+        description="a PROXY protocol header (v1 or v2) before each client connection's "
+        "first byte, from trusted load balancers: its address is the client's (absent: off)",
     )
 
     @model_validator(mode="before")

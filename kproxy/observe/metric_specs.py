@@ -200,6 +200,13 @@ LISTENER_BIND_FAILURES = MetricSpec(
     "Attempts to open a node's listener that failed (its port taken, say); kproxy retries "
     "with backoff, and /readyz fails while one is not open.",
 )
+PROXY_HEADER_ERRORS = MetricSpec(
+    "kproxy_proxy_protocol_errors_total",
+    COUNTER,
+    ("reason",),
+    "Client connections closed for their PROXY protocol header: missing where required, "
+    "from outside trusted_networks, malformed, or truncated by the client.",
+)
 REQUESTS_HELD = MetricSpec(
     "kproxy_requests_held_total",
     COUNTER,

@@ -110,6 +110,7 @@ class KproxyMetrics:
         self.connections_refused = cast(Counter, made[specs.CONNECTIONS_REFUSED])
         self.accept_errors = cast(Counter, made[specs.ACCEPT_ERRORS])
         self.listener_bind_failures = cast(Counter, made[specs.LISTENER_BIND_FAILURES])
+        self.proxy_header_errors = cast(Counter, made[specs.PROXY_HEADER_ERRORS])
         self.requests_held = cast(Counter, made[specs.REQUESTS_HELD])
         self.upstream_connect_failures = cast(Counter, made[specs.UPSTREAM_CONNECT_FAILURES])
         self.tls_handshake_failures = cast(Counter, made[specs.TLS_HANDSHAKE_FAILURES])

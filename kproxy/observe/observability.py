@@ -1,8 +1,6 @@
-"""What kproxy reports, fed by the runtime: `Observability` is the `ProxyObserver` that
-`kproxy run` (and `kproxy demo`) give their proxy. Every fact both counted and logged is
-counted and queued at the same place, so with no events dropped the event log's counts
-per type equal the metrics (`kproxy_events_dropped_total` says when they cannot).
-"""
+"""What kproxy reports: `Observability`, the runtime's `ProxyObserver`. Every fact both
+counted and logged is counted and queued at the same place, so with no events dropped the
+event log's counts per type equal the metrics (`kproxy_events_dropped_total` says not)."""
 
 from __future__ import annotations
 
@@ -63,8 +61,7 @@ class Observability(ProxyObserver):
         )
         self.hot = self.metrics.hot  # frames and latency, every request: one call less
         self.leaders_table = leader_table if leader_table is not None else LeaderTable()
-        # The quorum's leader and epoch are read from the leader table at scrape time.
-        self.metrics.quorum_leader.set_function(lambda: self._quorum_gauge(0))
+        self.metrics.quorum_leader.set_function(lambda: self._quorum_gauge(0))  # at scrape
         self.metrics.quorum_epoch.set_function(lambda: self._quorum_gauge(1))
         ev = settings.events
         self.sample_rate = ev.request_sample_rate if ev.enabled else 0.0
@@ -163,6 +160,9 @@ class Observability(ProxyObserver):
     def listener_bind_failed(self, listener: str) -> None:
         self.metrics.listener_bind_failures.labels(listener).inc()
 
+    def proxy_header_error(self, reason: str) -> None:
+        self.metrics.proxy_header_errors.labels(reason).inc()
+
     def requests_held(self, listener: str, count: int) -> None:
         self.metrics.requests_held.labels(listener).inc(count)
 
@@ -237,9 +237,8 @@ class Observability(ProxyObserver):
     def _toward_sample(
         self, key: int, version: int, client: str | None, total: float, upstream: float
     ) -> None:
-        """One response toward the next request sample. The one a gap ends on is sampled
-        unless kproxy's own events producer sent it (counted in the gaps, dropped here:
-        every other response is still sampled with the same probability)."""
+        """One response toward the next request sample: the one a gap ends on, unless
+        kproxy's own events producer sent it (counted in the gaps, never sampled)."""
         n = self._until_sample
         if n > 1:
             self._until_sample = n - 1

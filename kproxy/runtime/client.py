@@ -12,6 +12,7 @@ import time
 from typing import Final, cast
 
 from kproxy.protocol.hostport import format_host_port
+from kproxy.runtime.proxy_header import take_header, truncated
 from kproxy.runtime.quorum import is_controller_listener
 from kproxy.runtime.readgate import paused, resumed
 from kproxy.runtime.services import ConnectionServices
@@ -47,6 +48,7 @@ class ClientConnection:
         "last_active",
         "listener",
         "node_id",
+        "preamble",
         "services",
         "session",
         "tls",
@@ -99,6 +101,11 @@ class ClientConnection:
         # Requests read before the broker is there; None once it is (an idle connection
         # holds no empty list).
         self._pending: list[bytes | memoryview] | None = None
+        # A PROXY protocol header's bytes so far (`listeners.proxy_protocol`); None once
+        # it was taken, or when none is read.
+        self.preamble: bytes | None = (
+            b"" if services.proxy_protocol is not None and not self.controller else None
+        )
 
     # -- client side ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -128,6 +135,12 @@ class ClientConnection:
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        if self.preamble is not None:  # before TLS and any frame (kproxy.runtime.proxy_header)
+            settings = self.services.proxy_protocol
+            assert settings is not None
+            data = take_header(self, settings, data)
+            if not data:
+                return
         if self.tls is not None:
             data = self._decrypt(data)
             if not data:
@@ -239,6 +252,8 @@ class ClientConnection:
             self.upstream.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed and self.preamble:
+            truncated(self)
         pending = self.session.client_bytes_pending
         if not self.closed and pending:
             self.services.observer.frame_error("client", "truncated_frame")

@@ -41,6 +41,9 @@ class ProxyObserver:
     def listener_bind_failed(self, listener: str) -> None:
         """A listener kproxy needs could not be opened (retried with backoff)."""
 
+    def proxy_header_error(self, reason: str) -> None:
+        """A client connection closed for its PROXY protocol header (or its absence)."""
+
     def requests_held(self, listener: str, count: int) -> None:
         """Requests read past the in-flight limit, waiting for a slot."""
 

@@ -117,6 +117,9 @@ class Proxy:
             self.client_tls,
             upstream_tls,
             self.quorum,
+            lst.proxy_protocol
+            if lst.proxy_protocol is not None and lst.proxy_protocol.mode != "off"
+            else None,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._accept_errors = RateLimitedLog(log)

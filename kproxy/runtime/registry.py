@@ -22,6 +22,8 @@ RESERVED_DESCRIPTORS = 64
 
 class Connection(Protocol):
     listener: str
+    address: tuple[str, int] | tuple[str, int, int, int] | None
+    preamble: bytes | None  # a PROXY protocol header awaited (kproxy.runtime.proxy_header)
     last_active: float
     first_request_due_from: float | None  # None once a whole first request came
     closed: bool
@@ -93,32 +95,57 @@ class ConnectionRegistry:
         self.first_request_timeout = first_request_timeout
 
     def opened(self, conn: Connection) -> bool:
+        """Admit a new connection: False, with it closed, over a cap. One that awaits a
+        PROXY protocol header meets the per-IP cap once its client's address is known
+        (`address_known`): the socket's peer is the load balancer."""
         reason = None
         if not self.accepting:
             reason = "shutting_down"
         elif len(self.connections) >= self.max_connections:
             reason = self.limit_reason
-        elif self.max_per_ip is not None and self.per_ip[conn.peer_ip] >= self.max_per_ip:
+        elif conn.preamble is None and self._over_ip_cap(conn):
             reason = "client_ip_limit"
         if reason is not None:
-            self.observer.connection_refused(conn.listener, reason)
-            self.refusals.warning(
-                reason, "refusing client %s on %s: %s", conn.peer, conn.listener, reason
-            )
-            conn.close(reason)
+            self._refuse(conn, reason)
             return False
         self.connections.add(conn)
-        self.per_ip[conn.peer_ip] += 1
+        if conn.preamble is None:
+            self.per_ip[conn.peer_ip] += 1
         self.empty.clear()
         self.observer.connection_opened(conn.listener)
         return True
 
+    def address_known(self, conn: Connection, address: tuple[str, int] | None) -> bool:
+        """The client's address a PROXY protocol header gave (None: the socket's peer
+        stands): counted under it, against its per-IP cap. False, with the connection
+        closed, over the cap."""
+        if address is not None:
+            conn.address = address
+        if self._over_ip_cap(conn):
+            self._refuse(conn, "client_ip_limit")
+            return False
+        if conn in self.connections:
+            self.per_ip[conn.peer_ip] += 1
+        return True
+
+    def _over_ip_cap(self, conn: Connection) -> bool:
+        return self.max_per_ip is not None and self.per_ip[conn.peer_ip] >= self.max_per_ip
+
+    def _refuse(self, conn: Connection, reason: str) -> None:
+        self.observer.connection_refused(conn.listener, reason)
+        self.refusals.warning(
+            reason, "refusing client %s on %s: %s", conn.peer, conn.listener, reason
+        )
+        conn.close(reason)
+
     def closed(self, conn: Connection, cause: str) -> None:
         if conn in self.connections:
             self.connections.discard(conn)
-            self.per_ip[conn.peer_ip] -= 1
-            if self.per_ip[conn.peer_ip] <= 0:
-                del self.per_ip[conn.peer_ip]
+            if conn.preamble is None:  # counted under its address (not while awaiting it)
+                ip = conn.peer_ip
+                self.per_ip[ip] -= 1
+                if self.per_ip[ip] <= 0:
+                    del self.per_ip[ip]
             self.observer.connection_closed(conn.listener, cause)
             if not self.connections:
                 self.empty.set()

@@ -6,6 +6,7 @@ import logging
 import ssl
 from collections.abc import Callable
 
+from kproxy.config.proxy_protocol import ProxyProtocolSettings
 from kproxy.protocol.apis import api_name
 from kproxy.runtime.discovery import ClusterDiscovery, NodeReports
 from kproxy.runtime.listeners import ListenerSet
@@ -43,6 +44,7 @@ class ConnectionServices:
         client_tls: ServerTls | None = None,
         upstream_tls: ssl.SSLContext | None = None,
         quorum: QuorumMap | None = None,
+        proxy_protocol: ProxyProtocolSettings | None = None,
     ) -> None:
         self.addresses = addresses
         self.listeners = listeners
@@ -69,6 +71,8 @@ class ConnectionServices:
         self.client_tls = client_tls  # listeners.tls: clients handshake before anything
         self.upstream_tls = upstream_tls  # cluster.tls
         self.quorum = quorum  # quorum.controllers, when kproxy carries a KRaft quorum
+        # listeners.proxy_protocol, when a header is read (mode optional or required)
+        self.proxy_protocol = proxy_protocol
         # Controller ports serve the whole controller plane and refuse nothing: the
         # controller behind each answers as it would on its own listener.
         self.controller_policy = ApiPolicy("controller")

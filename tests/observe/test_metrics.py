@@ -47,6 +47,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.connections_refused.labels("bootstrap", "connection_limit").inc()
     m.accept_errors.labels("fd_exhausted").inc()
     m.listener_bind_failures.labels("node-1").inc()
+    m.proxy_header_errors.labels("untrusted").inc()
     m.requests_held.labels("bootstrap").inc(3)
     m.requests_refused.labels("CreateTopics", "bootstrap").inc()
     m.config_values_redacted.labels("DescribeConfigs").inc(2)
