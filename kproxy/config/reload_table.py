@@ -41,6 +41,9 @@ LIVE: Final[dict[str, str]] = {
     "limits.max_connections_per_client_ip": "at once (new connections)",
     "limits.idle_timeout_seconds": "at once",
     "limits.first_request_timeout_seconds": "at once",
+    "limits.max_connection_age_seconds": "new client connections",
+    "limits.connection_age_jitter": "new client connections",
+    "limits.max_connection_creation_rate": "at once (new connections)",
     "log.level": "at once",
     "shutdown.grace_seconds": "at once",
 }

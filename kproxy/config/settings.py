@@ -289,6 +289,22 @@ class LimitSettings(Section):
         description="a client that has not sent a whole first request by then is closed "
         "(the broker is dialled only once it has)",
     )
+    max_connection_age_seconds: PositiveSeconds | None = Field(
+        None,
+        description="a client connection this old (give or take connection_age_jitter) is "
+        "closed between two responses, so that its client reconnects through the load "
+        "balancer, to any replica (default: no limit)",
+    )
+    connection_age_jitter: Annotated[float, Strict(), Field(ge=0, lt=1)] = Field(
+        0.1,
+        description="the share each connection's age limit varies by, at random, so that "
+        "connections opened together do not all close together",
+    )
+    max_connection_creation_rate: Annotated[float, Strict(), Field(gt=0)] | None = Field(
+        None,
+        description="new connections a second from one client IP address, as Kafka's "
+        "max.connection.creation.rate; more are refused at once (default: no limit)",
+    )
 
 
 class AdminSettings(Section):

@@ -38,6 +38,7 @@ class ClientConnection:
     # Slots: an idle connection's attributes cost a fixed array instead of a dict.
     __slots__ = (
         "_dial_task",
+        "_drain_cause",
         "_pause_reasons",
         "_pending",
         "address",
@@ -98,6 +99,7 @@ class ClientConnection:
         tls = None if self.controller else services.client_tls
         self.tls = TlsServerLayer(tls.context) if tls is not None else None
         self._pause_reasons: tuple[str, ...] = ()  # why the client is not read (readgate)
+        self._drain_cause = "shutdown"  # why it drains: shutdown, or max_age
         # Requests read before the broker is there; None once it is (an idle connection
         # holds no empty list).
         self._pending: list[bytes | memoryview] | None = None
@@ -328,7 +330,7 @@ class ClientConnection:
         if step.resume_reading:
             self._resume("in_flight")
         if self.draining and not self.session.answering and not self.session.streaming_request:
-            self.close("shutdown")
+            self.close(self._drain_cause)
 
     def upstream_full(self, full: bool) -> None:
         if full:
@@ -344,13 +346,17 @@ class ClientConnection:
         if not self.closed:
             self._pause_reasons = resumed(self.transport, self._pause_reasons, reason)
 
-    def drain(self) -> None:
-        """Shutdown: read no new request, close once every forwarded one is answered
-        (a large request already on its way is read to its end first)."""
+    def drain(self, cause: str = "shutdown") -> None:
+        """Shutdown, or the connection's age limit: read no new request, close once every
+        forwarded one is answered (a large request already on its way is read to its end
+        first), between two responses."""
+        if self.draining:
+            return
         self.draining = True
+        self._drain_cause = cause
         if not self.session.streaming_request:
             if not self.session.answering:
-                self.close("shutdown")
+                self.close(cause)
                 return
             self._pause("draining")
 

@@ -95,13 +95,7 @@ class Proxy:
             upstream_tls,
             settings.cluster.sasl,
         )
-        self.registry = ConnectionRegistry(
-            self.observer,
-            limits.max_connections,
-            limits.max_connections_per_client_ip,
-            limits.idle_timeout_seconds,
-            limits.first_request_timeout_seconds,
-        )
+        self.registry = ConnectionRegistry(self.observer, limits)
         self.services = ConnectionServices(
             self.addresses,
             self.listeners,
@@ -191,12 +185,7 @@ class Proxy:
         discovery.connect_timeout = svc.connect_timeout
         discovery.max_frame_bytes = limits.max_frame_bytes
         self.reports.max_node_id = lst.max_node_id
-        self.registry.set_limits(
-            limits.max_connections,
-            limits.max_connections_per_client_ip,
-            limits.idle_timeout_seconds,
-            limits.first_request_timeout_seconds,
-        )
+        self.registry.set_limits(limits)
 
     def reload_certificates(self, trigger: str) -> bool:
         """SIGHUP: load the listeners' TLS files again (True when there are none)."""

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import resource
 import time
 from collections import Counter
 from typing import Protocol
 
+from kproxy.config.settings import LimitSettings
 from kproxy.runtime.observer import ProxyObserver
 from kproxy.runtime.ratelog import RateLimitedLog
 
@@ -37,7 +39,7 @@ class Connection(Protocol):
     @property
     def handshaking(self) -> bool: ...
 
-    def drain(self) -> None: ...
+    def drain(self, cause: str = "shutdown") -> None: ...
 
     def close(self, cause: str) -> None: ...
 
@@ -54,31 +56,24 @@ def descriptor_limit_connections() -> int:
 class ConnectionRegistry:
     """Every live client connection of one kproxy process."""
 
-    def __init__(
-        self,
-        observer: ProxyObserver,
-        max_connections: int | None,
-        max_per_ip: int | None,
-        idle_timeout: float,
-        first_request_timeout: float,
-    ) -> None:
+    def __init__(self, observer: ProxyObserver, limits: LimitSettings) -> None:
         self.observer = observer
-        self.set_limits(max_connections, max_per_ip, idle_timeout, first_request_timeout)
+        self.set_limits(limits)
         self.connections: set[Connection] = set()
         self.per_ip: Counter[str] = Counter()
+        # limits.max_connection_age_seconds: when each connection is to close (none made
+        # without the limit).
+        self.expires: dict[Connection, float] = {}
+        # limits.max_connection_creation_rate: per client IP, (tokens, when last counted)
+        self.creation: dict[str, tuple[float, float]] = {}
         self.accepting = True
         self.empty = asyncio.Event()
         self.empty.set()
         self.refusals = RateLimitedLog(log)
 
-    def set_limits(
-        self,
-        max_connections: int | None,
-        max_per_ip: int | None,
-        idle_timeout: float,
-        first_request_timeout: float,
-    ) -> None:
+    def set_limits(self, limits: LimitSettings) -> None:
         """At start, and on a reload: new connections meet the new caps at once."""
+        max_connections = limits.max_connections
         fd_cap = descriptor_limit_connections()
         if max_connections is not None and max_connections > fd_cap:
             log.warning(
@@ -90,9 +85,12 @@ class ConnectionRegistry:
             )
         self.max_connections = max_connections or fd_cap
         self.limit_reason = "connection_limit" if max_connections else "descriptor_limit"
-        self.max_per_ip = max_per_ip
-        self.idle_timeout = idle_timeout
-        self.first_request_timeout = first_request_timeout
+        self.max_per_ip = limits.max_connections_per_client_ip
+        self.idle_timeout = limits.idle_timeout_seconds
+        self.first_request_timeout = limits.first_request_timeout_seconds
+        self.max_age = limits.max_connection_age_seconds
+        self.age_jitter = limits.connection_age_jitter
+        self.creation_rate = limits.max_connection_creation_rate
 
     def opened(self, conn: Connection) -> bool:
         """Admit a new connection: False, with it closed, over a cap. One that awaits a
@@ -105,10 +103,15 @@ class ConnectionRegistry:
             reason = self.limit_reason
         elif conn.preamble is None and self._over_ip_cap(conn):
             reason = "client_ip_limit"
+        elif self.creation_rate is not None and not self._may_create(conn.peer_ip):
+            reason = "connection_rate"
         if reason is not None:
             self._refuse(conn, reason)
             return False
         self.connections.add(conn)
+        if self.max_age is not None:
+            spread = 1.0 + self.age_jitter * random.uniform(-1.0, 1.0)
+            self.expires[conn] = _now() + self.max_age * spread
         if conn.preamble is None:
             self.per_ip[conn.peer_ip] += 1
         self.empty.clear()
@@ -126,6 +129,20 @@ class ConnectionRegistry:
             return False
         if conn in self.connections:
             self.per_ip[conn.peer_ip] += 1
+        return True
+
+    def _may_create(self, ip: str) -> bool:
+        """A token bucket per client IP, refilled at `creation_rate` a second and holding
+        at most that many (one at least): whether a new connection may take a token."""
+        rate = self.creation_rate
+        assert rate is not None
+        now = _now()
+        tokens, then = self.creation.get(ip, (max(rate, 1.0), now))
+        tokens = min(max(rate, 1.0), tokens + (now - then) * rate)
+        if tokens < 1.0:
+            self.creation[ip] = (tokens, now)
+            return False
+        self.creation[ip] = (tokens - 1.0, now)
         return True
 
     def _over_ip_cap(self, conn: Connection) -> bool:
@@ -146,13 +163,20 @@ class ConnectionRegistry:
                 self.per_ip[ip] -= 1
                 if self.per_ip[ip] <= 0:
                     del self.per_ip[ip]
+            self.expires.pop(conn, None)
             self.observer.connection_closed(conn.listener, cause)
             if not self.connections:
                 self.empty.set()
 
     def sweep(self) -> None:
-        """Close connections idle too long, and clients that never sent a first request."""
+        """Close connections idle too long, and clients that never sent a first request;
+        those past their age limit close once their requests are answered."""
         now = _now()
+        for conn, when in list(self.expires.items()):
+            if now >= when:
+                del self.expires[conn]
+                conn.drain("max_age")
+        self._forget_full_buckets(now)
         for conn in list(self.connections):
             due_from = conn.first_request_due_from
             if due_from is not None and now - due_from > self.first_request_timeout:
@@ -176,6 +200,18 @@ class ConnectionRegistry:
                 )
                 conn.close("idle_timeout")
 
+    def _forget_full_buckets(self, now: float) -> None:
+        """Client IPs whose bucket has filled up again hold no entry (the map stays as
+        small as the addresses that connected in the last few seconds)."""
+        rate = self.creation_rate
+        if rate is None:
+            self.creation.clear()
+            return
+        full = max(rate, 1.0)
+        for ip, (tokens, then) in list(self.creation.items()):
+            if tokens + (now - then) * rate >= full:
+                del self.creation[ip]
+
     def _handshake_timeout(self, conn: Connection) -> None:
         self.observer.tls_handshake_failed("client", "timeout")
         self.refusals.warning(
@@ -188,7 +224,7 @@ class ConnectionRegistry:
         conn.close("tls_handshake_timeout")
 
     async def run_sweeps(self) -> None:
-        interval = min(self.idle_timeout, self.first_request_timeout) / 4
+        interval = min(self.idle_timeout, self.first_request_timeout, self.max_age or 60.0) / 4
         while True:
             await asyncio.sleep(min(5.0, max(0.05, interval)))
             self.sweep()

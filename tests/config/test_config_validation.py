@@ -172,6 +172,37 @@ CASES: list[Any] = [
         id="max-node-id-negative",
     ),
     pytest.param(
+        cfg(limits={"connection_age_jitter": 1.0}),
+        "limits.connection_age_jitter: must be < 1 (got 1.0)",
+        id="age-jitter-whole",
+    ),
+    pytest.param(
+        cfg(limits={"max_connection_age_seconds": 0}),
+        "limits.max_connection_age_seconds: must be > 0 (got 0)",
+        id="age-zero",
+    ),
+    pytest.param(
+        cfg(limits={"max_connection_creation_rate": -1.0}),
+        "limits.max_connection_creation_rate: must be > 0 (got -1.0)",
+        id="creation-rate-negative",
+    ),
+    pytest.param(
+        cfg(listeners={"proxy_protocol": {"trusted_networks": ["10.0.0.0/33"]}}),
+        "listeners.proxy_protocol.trusted_networks.0: not an IP network (CIDR, e.g. "
+        "10.0.0.0/8) (got '10.0.0.0/33')",
+        id="proxy-protocol-bad-network",
+    ),
+    pytest.param(
+        cfg(listeners={"proxy_protocol": {"mode": "on", "trusted_networks": ["10.0.0.0/8"]}}),
+        "listeners.proxy_protocol.mode: must be one of 'off', 'optional' or 'required' (got 'on')",
+        id="proxy-protocol-bad-mode",
+    ),
+    pytest.param(
+        cfg(listeners={"proxy_protocol": {}}),
+        "listeners.proxy_protocol.trusted_networks: required",
+        id="proxy-protocol-no-networks",
+    ),
+    pytest.param(
         cfg(listeners={"broker_port_base": 65100}),
         "listeners.max_node_id: must be <= 435 so that broker_port_base + max_node_id <= 65535",
         id="max-node-id-derived-port-too-high",
@@ -348,7 +379,8 @@ ALLOWED = {
     "limits": (
         "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests, allocator_retain_bytes,"
         " max_connections, max_connections_per_client_ip, stream_responses_after_bytes,"
-        " idle_timeout_seconds, first_request_timeout_seconds"
+        " idle_timeout_seconds, first_request_timeout_seconds, max_connection_age_seconds,"
+        " connection_age_jitter, max_connection_creation_rate"
     ),
     "admin": "enabled, bind_host, port, topology, request_timeout_seconds",
     "metrics": "topic_labels",
