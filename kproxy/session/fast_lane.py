@@ -20,8 +20,7 @@ is. A small response read in parts is kept part by part and, once whole, taken a
 read alone, by the same call that takes a response read alone (`response_read`): a
 broker writes a Fetch response in two or three writes (its header, the records from the
 log with sendfile, the fields after them), and kproxy, reading as bytes arrive, read
-78% of the responses of a consumer of small Fetch responses in two or three reads
-(bench/session_pairs.py, SMALL_FETCH_READS).
+78% of the responses of a consumer of small Fetch responses in two or three reads.
 `tests/session/test_fast_lane.py` holds the two paths to the same outcome on every
 input.
 """
@@ -133,8 +132,8 @@ class FastLane:
         data[start:stop] (at least 14 bytes, within the frame limit)."""
         # Size, api key, version, correlation id, client id length (header v1/v2), read
         # byte by byte: a struct call would take fewer opcodes in pure Python, but its
-        # code is more lines fetched from memory (bench.cold_lines), and compiled more
-        # instructions too (docs/performance.md). The api key and version are read
+        # code is more cache lines fetched from memory, and compiled more instructions
+        # too. The api key and version are read
         # unsigned: a negative one (0x8000 and up) matches no entry of _LANE_REQUESTS.
         key = data[start + 4] << 8 | data[start + 5]
         version = data[start + 6] << 8 | data[start + 7]

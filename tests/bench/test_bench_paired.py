@@ -171,8 +171,8 @@ def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_an
 def test_on_tansu_each_proxy_path_has_a_broker_of_its_own(
     upstream: str, own: tuple[str, ...], tmp_path: Path
 ) -> None:
-    """Direct, haproxy and python-floor have their sides already; every other proxy
-    path's turns fill a Tansu broker of its own, so all fill at one pace."""
+    """Direct and haproxy have their sides already; every other proxy path's turns fill
+    a Tansu broker of its own, so all fill at one pace."""
     from bench.paired import PairedHarness
 
     opts = bench.harness.Options(
@@ -180,7 +180,7 @@ def test_on_tansu_each_proxy_path_has_a_broker_of_its_own(
         out_json=tmp_path / "results.json",
         out_md=None,
         out_png=None,
-        paths=["direct", "haproxy", "python-floor", "kproxy-uvloop", "kproxy-asyncio"],
+        paths=["direct", "haproxy", "kproxy-uvloop", "kproxy-asyncio"],
     )
     up = PairedHarness(opts, 4)._make_upstream(upstream)
     assert up.own_broker_paths == own

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from bench.builds import source_copy
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("layout_driver.py")
 
@@ -139,8 +141,10 @@ def test_the_image_runs_the_kproxy_of_a_virtual_environment(tmp_path: Path) -> N
     # The venv's own kproxy, whatever PYTHONPATH the suite runs with (the compiled build's
     # run puts its copy there).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # From a copy: a build writes its build/ directory beside the sources it builds.
+    source = source_copy(mkdir(tmp_path / "source"))
     subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--no-deps", str(REPO)],
+        [python, "-m", "pip", "install", "--quiet", "--no-deps", str(source)],
         check=True, capture_output=True, timeout=300, env=env,
     )  # fmt: skip
     config_dir = tmp_path / "config"
@@ -151,6 +155,11 @@ def test_the_image_runs_the_kproxy_of_a_virtual_environment(tmp_path: Path) -> N
     report = run_image(spec)
     assert report["kproxy_file"] == "/mnt/site0/kproxy/__init__.py", report["kproxy_file"]
     assert_image_ran(spec, report)
+
+
+def mkdir(path: Path) -> Path:
+    path.mkdir()
+    return path
 
 
 def run_image(spec: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import pytest
 
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.kafka_install import KAFKA_4_RELEASES
+from tests.peers.tansu import TansuBroker
 
 
 @pytest.fixture(scope="module", params=KAFKA_4_RELEASES)
@@ -20,3 +21,10 @@ def kafka_4_pair(
     workdir = tmp_path_factory.mktemp("kafka")
     with KafkaCluster(nodes=2, heap="384m", version=request.param, workdir=workdir) as k:
         yield k
+
+
+@pytest.fixture(scope="module")
+def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
+    """A Tansu broker (in-memory), started once for the module that asks."""
+    with TansuBroker(workdir=tmp_path_factory.mktemp("tansu")) as broker:
+        yield broker

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,12 +26,6 @@ pytestmark = pytest.mark.peers
 COUNT = 600
 SEGMENTS = 4
 SIZE = 200
-
-
-@pytest.fixture(scope="module")
-def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
-    with TansuBroker(workdir=tmp_path_factory.mktemp("tansu")) as broker:
-        yield broker
 
 
 def create(bootstrap: str, *topics: str) -> None:

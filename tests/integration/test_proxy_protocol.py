@@ -26,12 +26,6 @@ pytestmark = pytest.mark.peers
 
 
 @pytest.fixture(scope="module")
-def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
-    with TansuBroker(workdir=tmp_path_factory.mktemp("tansu")) as broker:
-        yield broker
-
-
-@pytest.fixture(scope="module")
 def kproxy(tansu: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KproxyProcess]:
     with KproxyProcess(
         tmp_path_factory.mktemp("kproxy"),

@@ -37,12 +37,6 @@ def expected(n: int = N) -> dict[bytes, bytes]:
 
 
 @pytest.fixture(scope="module")
-def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
-    with TansuBroker(workdir=tmp_path_factory.mktemp("tansu")) as broker:
-        yield broker
-
-
-@pytest.fixture(scope="module")
 def kproxy(tansu: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KproxyProcess]:
     with KproxyProcess(tmp_path_factory.mktemp("kproxy"), [tansu.bootstrap]) as proc:
         yield proc
