@@ -123,10 +123,21 @@ def test_hostname_verification_can_be_turned_off_loudly(
     kafka: KafkaCluster, certs: TlsMaterial, tmp_path: Path
 ) -> None:
     """Dialled by real address with verify_hostname false: the cluster is reached (the CA
-    is still checked) and the start says what was given up."""
+    is still checked) and the start says what was given up. Its brokers advertise names
+    this host cannot resolve, and no dial override maps them: kproxy is not ready, and
+    says why and what maps them."""
     tls = cluster_tls(certs, verify_hostname=False)
     with KproxyProcess(
         tmp_path, kafka.external_real_bootstrap.split(","), cluster={"tls": tls}
     ) as proxy:
-        wait_until(lambda: proxy.admin_get("/readyz")[0] == 200, 30, what="the cluster reached")
+        wait_until(lambda: proxy.metric("kproxy_cluster_reached") == 1, 30, what="the cluster")
         assert "cluster.tls.verify_hostname is false" in proxy.log()
+        wait_until(
+            lambda: b"set cluster.dial_overrides" in proxy.admin_get("/readyz")[1],
+            30,
+            what="readiness naming cluster.dial_overrides",
+        )
+        assert proxy.admin_get("/readyz")[0] == 503
+        assert "map each to an address this host can dial with cluster.dial_overrides" in (
+            proxy.log()
+        )
