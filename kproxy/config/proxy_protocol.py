@@ -4,6 +4,7 @@ before each client connection's first byte, from the load balancers trusted to s
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Annotated, Literal
 
@@ -53,4 +54,10 @@ class ProxyProtocolSettings(Section):
             address = ipaddress.ip_address(host)
         except ValueError:
             return False
-        return any(address in ipaddress.ip_network(n) for n in self.trusted_networks)
+        return any(address in network for network in _parsed(self.trusted_networks))
+
+
+@functools.cache
+def _parsed(networks: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """The networks as `ipaddress` objects, parsed once per setting, not per connection."""
+    return tuple(ipaddress.ip_network(n) for n in networks)
