@@ -91,10 +91,10 @@ class HotPathMetrics(Collector):
             raise ValueError("the two latency histograms must share their buckets")
 
     # -- the hot path ------------------------------------------------------------------
-    def count_frames(self, direction: str, frames: Iterable[tuple[int, int]]) -> None:
-        """Frames of (api key, size) that went out in one direction."""
-        for api_key, size in frames:
-            self.frame(api_key, direction, size)
+    def requests(self, requests: Iterable[tuple[int, int]]) -> None:
+        """Request frames of (api key, size) forwarded: one call for what a read sent."""
+        for api_key, size in requests:
+            self.request(api_key, size)
 
     def responses(self, responses: Iterable[ResponseSeen], done: float) -> None:
         """Each response's frame and latencies, all written to the client at `done`: one

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from kproxy.config.settings import Settings
-    from kproxy.session.inflight import InFlight
 
 log = logging.getLogger("kproxy.observability")
 
@@ -189,27 +188,6 @@ class Observability(ProxyObserver):
     def frame(self, api_key: int, direction: str, size: int) -> None:
         self.hot.frame(api_key, direction, size)
 
-    # The fast lane's two hooks go straight to the hot-path counts; ProxyObserver's reach
-    # them through `frame`, a call more on every frame of a busy connection.
-    # tests/observe/test_events_observability.py holds them to what the general path's hooks count.
-    def request_forwarded(self, api_key: int, size: int) -> None:
-        self.hot.request(api_key, size)
-
-    def request_counter(self) -> Callable[[int, int], None]:
-        return self.hot.request
-
-    def response_forwarded(
-        self, req: InFlight, size: int, upstream_seconds: float, done: float
-    ) -> None:
-        total = done - req.received
-        self.hot.response_out(req.api_key, size, total, upstream_seconds)
-        # `_toward_sample`'s countdown, inline: this runs for every response the lane takes.
-        n = self._until_sample
-        if n > 1:
-            self._until_sample = n - 1
-        elif n:
-            self._toward_sample(req.api_key, req.version, req.client_id, total, upstream_seconds)
-
     def response(
         self,
         api_key: int,
@@ -223,7 +201,7 @@ class Observability(ProxyObserver):
 
     # What every read forwards: one call each way, not one per frame (kproxy.observe.hot_metrics).
     def requests_forwarded(self, requests: list[tuple[int, int]]) -> None:
-        self.hot.count_frames("request", requests)
+        self.hot.requests(requests)
 
     def responses_forwarded(self, responses: list[ResponseSeen], done: float) -> None:
         self.hot.responses(responses, done)

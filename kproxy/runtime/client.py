@@ -20,7 +20,6 @@ from kproxy.runtime.tls import TlsServerLayer
 from kproxy.runtime.upstream import UpstreamConnection, dial
 from kproxy.runtime.write_buffer import limit_write_buffer, write_pieces
 from kproxy.session import ProxySession
-from kproxy.session.inflight import InFlight
 
 log = logging.getLogger("kproxy.connection")
 _now: Final = time.perf_counter
@@ -149,24 +148,7 @@ class ClientConnection:
                 return
         now = self.last_active = _now()
         svc = self.services
-        upstream = self.upstream
-        if upstream is not None and upstream.transport is not None and not self.draining:
-            # One whole request read alone: the session's fast lane (kproxy.session.fast_lane).
-            key = self.session.request_alone(data, now)
-            if key >= 0:
-                upstream.transport.write(data)
-                svc.observe_request(key, len(data) - 4)
-                return
-            # Several whole requests in one read: those at its front, each as if alone.
-            taken: list[tuple[int, int]] = []
-            end = self.session.requests_leading(data, now, taken)
-            if end:
-                upstream.transport.write(data if end == len(data) else data[:end])
-                svc.observer.requests_forwarded(taken)
-                if end == len(data):
-                    return
-                data = data[end:]
-        step = self.session.client_bytes(data, now)
+        step = self.session.from_client(data, now)
         if step.to_client:
             self._write_client(step.to_client)
         svc.observer.requests_forwarded(step.requests)
@@ -210,14 +192,20 @@ class ClientConnection:
         if transport is None:
             return
         if self.tls is None:
-            write_pieces(transport, chunks)
+            if len(chunks) == 1:  # mostly a read sent on as it came
+                transport.write(chunks[0])
+            else:
+                write_pieces(transport, chunks)
         else:
             transport.write(self.tls.send(chunks))
 
     def _to_upstream(self, chunks: list[bytes | memoryview]) -> None:
         upstream = self.upstream
         if upstream is not None and upstream.transport is not None:
-            write_pieces(upstream.transport, chunks)
+            if len(chunks) == 1:  # mostly a read forwarded as it came
+                upstream.transport.write(chunks[0])
+            else:
+                write_pieces(upstream.transport, chunks)
             return
         if self._pending is None:
             self._pending = []
@@ -277,50 +265,18 @@ class ClientConnection:
         svc = self.services
         now = self.last_active = _now()
         session = self.session
-        if not self.draining:
-            # One plain response read alone, or a small one read in parts (as a broker
-            # writes a Fetch response) kept until its last part, then sent whole
-            # (kproxy.session.fast_lane). Asked before `streamed_passes` (the two never
-            # both take a read): a consumer's responses are mostly small, and a streamed
-            # one's reads are ~100 KB each.
-            read = session.response_read(data)
-            if read is True:
-                return
-            if read is not False:
-                # Written here, not by a method: a call more on every response.
-                req, response = read
-                if self.tls is None:
-                    transport.write(response)
-                else:
-                    transport.write(self.tls.send([response]))
-                svc.observe_response(req, len(response) - 4, now - req.received, _now())
-                return
-            # Inside a large response forwarded as it arrives, in bytes nothing reads.
-            if session.streamed_passes(data):
-                self._write_client([data])
-                return
-            # Several whole responses in one read: as for requests.
-            taken: list[tuple[InFlight, int]] = []
-            end = session.responses_leading(data, taken)
-            if end:
-                self._write_client([data if end == len(data) else data[:end]])
-                done = _now()
-                for req, size in taken:
-                    svc.observe_response(req, size, now - req.received, done)
-                if end == len(data):
-                    return
-                data = data[end:]
-        step = self.session.upstream_bytes(data, now)
+        step = session.from_upstream(data, now)
         while step.nodes_needing_listeners:
             svc.learned(step)
             svc.listeners.open_nodes(step.nodes_needing_listeners)
-            step = self.session.listeners_opened(now, step)
-        svc.learned(step)
+            step = session.listeners_opened(now, step)
+        if step.learned:
+            svc.learned(step)
         if step.close is not None:
             svc.failed(self, step.close)
             return
         if not step.responses and not step.to_client:
-            return
+            return  # part of a response, kept
         self._write_client(step.to_client)
         if step.to_upstream:
             self._to_upstream(step.to_upstream)
@@ -329,7 +285,7 @@ class ClientConnection:
             svc.refused(self, step.refused)
         if step.resume_reading:
             self._resume("in_flight")
-        if self.draining and not self.session.answering and not self.session.streaming_request:
+        if self.draining and not session.answering and not session.streaming_request:
             self.close(self._drain_cause)
 
     def upstream_full(self, full: bool) -> None:

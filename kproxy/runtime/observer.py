@@ -6,10 +6,9 @@ Every method is called after the bytes it describes were handed to the transport
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Container
 
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.session.inflight import InFlight
 from kproxy.session.steps import ResponseSeen
 
 
@@ -73,25 +72,6 @@ class ProxyObserver:
         """Requests, as (api key, frame size), handed to the broker's transport."""
         for api_key, size in requests:
             self.frame(api_key, "request", size)
-
-    def request_forwarded(self, api_key: int, size: int) -> None:
-        """One request handed to the broker's transport as it was read (the fast lane)."""
-        self.frame(api_key, "request", size)
-
-    def request_counter(self) -> Callable[[int, int], None]:
-        """What the runtime calls for each request the fast lane forwards, as
-        `request_forwarded`: that method, or a subclass's own counter, taken once per
-        process so that a request costs one Python call, not two."""
-        return self.request_forwarded
-
-    def response_forwarded(
-        self, req: InFlight, size: int, upstream_seconds: float, done: float
-    ) -> None:
-        """One response handed to the client's transport as it was read (the fast lane),
-        its write ended at `done`: what `responses_forwarded` counts for it."""
-        key = req.api_key
-        self.frame(key, "response", size)
-        self.response(key, req.version, req.client_id, done - req.received, upstream_seconds)
 
     def responses_forwarded(self, responses: list[ResponseSeen], done: float) -> None:
         """Responses handed to the client's transport, whose write ended at `done`."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable
 
 from kproxy.config.proxy_protocol import ProxyProtocolSettings
 from kproxy.protocol.apis import api_name
@@ -19,7 +18,6 @@ from kproxy.runtime.tls import ServerTls
 from kproxy.runtime.tls import failure_reason as tls_failure_reason
 from kproxy.runtime.tls import failure_text as tls_failure_text
 from kproxy.session import SessionClose, SessionLimits, UpstreamStep
-from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
 
 log = logging.getLogger("kproxy.connection")
@@ -55,12 +53,6 @@ class ConnectionServices:
         self.reports = reports
         self.registry = registry
         self.observer = observer
-        # One response the fast lane forwarded (nothing in it but its frame and
-        # latencies to report), after the write. Once the cluster has been reached, the
-        # observer's hook itself: a call less on every response.
-        self.observe_response: Callable[[InFlight, int, float, float], None] = self._first_response
-        # One request the fast lane forwarded: the observer's counter itself.
-        self.observe_request: Callable[[int, int], None] = observer.request_counter()
         # The observer's live view, shared by every connection's session.
         self.awaiting_success = observer.clients_awaiting_success()
         self.limits = limits
@@ -141,17 +133,8 @@ class ConnectionServices:
         )
         conn.close("tls_handshake_failed")
 
-    def _first_response(
-        self, req: InFlight, size: int, upstream_seconds: float, done: float
-    ) -> None:
-        """`observe_response` until a response has been relayed (`_relay_began` then
-        rebinds it to the observer's own hook, so this runs only before)."""
-        self._relay_began()
-        self.observer.response_forwarded(req, size, upstream_seconds, done)
-
     def _relay_began(self) -> None:
         self._relayed = True
-        self.observe_response = self.observer.response_forwarded
         self.discovery.mark_reached()
 
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:

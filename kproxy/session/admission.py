@@ -20,6 +20,10 @@ as they would to a broker:
 * SaslHandshake v0 is refused: raw SASL tokens follow it with no Kafka header, which
   kproxy cannot frame-check; every client since Kafka 1.0 uses v1 + SaslAuthenticate
   (KIP-152).
+
+These rules are written once, in `route_of`, as a route for each (API key, version):
+the general path and the fast lane (`kproxy.session.fast_lane`) both read the one
+table a listener's `Admission` builds from it, so a rule added there holds on both.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import struct
 from kproxy.protocol.api_versions import SUPPORTED, UNSUPPORTED_VERSION
 from kproxy.protocol.apis import (
     API_VERSIONS,
+    APIS,
     CONTROLLER_PLANE_APIS,
     PRODUCE,
     SASL_HANDSHAKE,
@@ -36,39 +41,114 @@ from kproxy.protocol.apis import (
     api_name,
 )
 from kproxy.protocol.correlation import CorrelationTable
-from kproxy.protocol.errors import ApiDenied, ApiNotAllowed, UnsupportedVersion
-from kproxy.protocol.headers import RequestHeader, parse_request_header
+from kproxy.protocol.errors import ApiDenied, ApiNotAllowed, ProtocolError, UnsupportedVersion
+from kproxy.protocol.headers import RequestHeader
 from kproxy.protocol.refusal import refusal_response, refusal_text
 from kproxy.protocol.requests import produce_acks
+from kproxy.protocol.walker import can_walk
 from kproxy.session.inflight import InFlight
+from kproxy.session.policy import ApiPolicy
 
 # Client listeners serve what a broker listener serves.
 CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
 
+# What happens to a request: forwarded as it came, walked (it may carry endpoints),
+# answered with the policy's authorization error, answered by kproxy (an ApiVersions
+# version it does not know, KIP-511), or its connection closed (`check_request` says why).
+FORWARD, WALK, DENY, ANSWER, CLOSE = range(5)
 
-def check_request(hdr: RequestHeader, refused_apis: frozenset[int]) -> None:
-    """Raise the ProtocolError that closes the connection, or return if it may pass.
 
-    An unknown ApiVersions version passes this check: `api_versions_fallback` answers it.
-    """
+def route_of(key: int, version: int, refused_apis: frozenset[int], denied: frozenset[int]) -> int:
+    """The route of a request, by its API key and version: every admission rule."""
+    info = APIS.get(key)
+    if key in refused_apis:
+        return CLOSE
+    if info is None or version not in info.headers:
+        return ANSWER if key == API_VERSIONS else CLOSE
+    if key == SASL_HANDSHAKE and version == 0:
+        return CLOSE
+    if key in denied:
+        return DENY
+    if key in WALKED_REQUESTS and can_walk(key, version, True):
+        return WALK
+    return FORWARD
+
+
+class Admission:
+    """The routes of one listener's requests, from `route_of`, and the fast lane's
+    share of them: the requests forwarded as they came whose header names a client
+    (header v1 or v2), api key << 16 | version -> (request, response header version).
+    Shared by the listener's sessions (`admission_for`); rebuilt when a reload gives
+    the policy another set of refused APIs."""
+
+    __slots__ = ("_denied", "_routes", "lane", "policy", "refused_apis")
+
+    def __init__(self, refused_apis: frozenset[int], policy: ApiPolicy) -> None:
+        self.refused_apis = refused_apis
+        self.policy = policy
+        self._denied = policy.denied
+        self._routes: dict[int, int] = {}
+        self.lane: dict[int, tuple[int, int]] = {}
+        self._build()
+
+    def _build(self) -> None:
+        self._denied = denied = self.policy.denied
+        routes: dict[int, int] = {}
+        lane: dict[int, tuple[int, int]] = {}
+        for key, info in APIS.items():
+            for version, headers in info.headers.items():
+                # One int key, no tuple to build per request; a negative version read
+                # off the wire (masked to 16 bits) matches no entry.
+                at = key << 16 | (version & 0xFFFF)
+                routes[at] = route = route_of(key, version, self.refused_apis, denied)
+                # ApiVersions, once per connection, is left to the general path, which
+                # answers a version it does not know.
+                if route == FORWARD and headers[0] >= 1 and key != API_VERSIONS:
+                    lane[at] = headers
+        self._routes, self.lane = routes, lane
+
+    def current(self) -> Admission:
+        """This, its tables rebuilt first if the policy changed since (a reload replaces
+        the policy's `denied` set: one identity test per request)."""
+        if self.policy.denied is not self._denied:
+            self._build()
+        return self
+
+    def route(self, key: int, version: int) -> int:
+        route = self.current()._routes.get(key << 16 | (version & 0xFFFF))
+        if route is None:  # a key or version kproxy does not know
+            return route_of(key, version, self.refused_apis, self._denied)
+        return route
+
+
+def admission_for(policy: ApiPolicy, refused_apis: frozenset[int]) -> Admission:
+    """The `Admission` of a policy and a listener role's refused APIs, one per pair."""
+    made = policy.admissions.get(refused_apis)
+    if made is None:
+        made = policy.admissions[refused_apis] = Admission(refused_apis, policy)
+    assert isinstance(made, Admission)
+    return made
+
+
+def closing_error(hdr: RequestHeader, refused_apis: frozenset[int]) -> ProtocolError:
+    """Why a request routed to CLOSE (`route_of`) closes its connection."""
     key = hdr.api_key
     if key in refused_apis:
-        raise ApiNotAllowed(
+        return ApiNotAllowed(
             f"{api_name(key)} (api {key}) is a controller-plane API, not served to clients"
             " on this listener"
         )
+    if api_name(key) == "Unknown":
+        return UnsupportedVersion(f"unknown api key {key}", reason="unknown_api_key")
     if not hdr.known:
-        if api_name(key) == "Unknown":
-            raise UnsupportedVersion(f"unknown api key {key}", reason="unknown_api_key")
-        raise UnsupportedVersion(
+        return UnsupportedVersion(
             f"{api_name(key)} v{hdr.api_version} is not a version kproxy knows",
             reason="unknown_api_version",
         )
-    if key == SASL_HANDSHAKE and hdr.api_version == 0:
-        raise UnsupportedVersion(
-            "SaslHandshake v0 (raw SASL tokens, pre-KIP-152) is not supported",
-            reason="sasl_handshake_v0",
-        )
+    return UnsupportedVersion(
+        "SaslHandshake v0 (raw SASL tokens, pre-KIP-152) is not supported",
+        reason="sasl_handshake_v0",
+    )
 
 
 def api_versions_fallback(correlation_id: int) -> bytes:
@@ -78,12 +158,10 @@ def api_versions_fallback(correlation_id: int) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-def refuse(frame: memoryview, refused_apis: frozenset[int], listener: str) -> bytes:
+def refuse(frame: memoryview, hdr: RequestHeader, listener: str) -> bytes:
     """The authorization error a broker would answer this request with
     (`kproxy.protocol.refusal`); ApiDenied (the connection is closed) where no response
     can carry one."""
-    hdr = parse_request_header(frame)
-    check_request(hdr, refused_apis)
     key, version = hdr.api_key, hdr.api_version
     text = refusal_text(key, listener)
     if key == PRODUCE and produce_acks(frame, hdr.body_offset, len(frame), version) == 0:
@@ -99,29 +177,16 @@ def refuse(frame: memoryview, refused_apis: frozenset[int], listener: str) -> by
 
 
 def admit(
+    hdr: RequestHeader,
     frame: memoryview,
     size: int,
     now: float,
     admitted: list[tuple[int, int]],
-    whole: bool,
     inflight: CorrelationTable,
-    refused_apis: frozenset[int],
-) -> RequestHeader | None:
-    """Check a request's header and record it as in flight (and in ``admitted``).
-
-    None for the start of a frame (``whole`` false) that kproxy may have to rewrite
-    (nothing is recorded: it is read again when whole), and for an ApiVersions version
-    kproxy does not know, which kproxy answers itself when nothing else is in flight
-    (responses must keep their order).
-    """
-    hdr = parse_request_header(frame)
+) -> None:
+    """Record a request its route lets pass as in flight (and in ``admitted``)."""
     key = hdr.api_key
-    if key == API_VERSIONS and not hdr.known and whole and not inflight:
-        return None
-    check_request(hdr, refused_apis)
-    if not whole and key in WALKED_REQUESTS:
-        return None
-    admitted.append((key, size))  # known: check_request refused unknown versions
+    admitted.append((key, size))
     # Produce with acks=0 expects no response: it must not hold an in-flight slot.
     expects_response = not (
         key == PRODUCE and produce_acks(frame, hdr.body_offset, len(frame), hdr.api_version) == 0
@@ -131,4 +196,3 @@ def admit(
         InFlight(key, hdr.api_version, hdr.response_header_version, hdr.client_id, now),
         expects_response,
     )
-    return hdr

@@ -26,7 +26,7 @@ ALWAYS_ALLOWED = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
 class ApiPolicy:
     """The API keys refused on one listener."""
 
-    __slots__ = ("advertise_denied", "denied", "listener")
+    __slots__ = ("admissions", "advertise_denied", "denied", "listener")
 
     def __init__(
         self, listener: str, denied: frozenset[int] = frozenset(), advertise_denied: bool = False
@@ -34,6 +34,8 @@ class ApiPolicy:
         self.listener = listener
         self.denied = denied - ALWAYS_ALLOWED
         self.advertise_denied = advertise_denied
+        # Its routes per listener role (`kproxy.session.admission.admission_for`).
+        self.admissions: dict[frozenset[int], object] = {}
 
     def update(self, listener: str, denied: frozenset[int], advertise_denied: bool) -> None:
         self.listener = listener

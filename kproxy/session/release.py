@@ -76,8 +76,13 @@ def release_unwalked(
     """Append a response kproxy did not walk (nothing in it to rewrite) to `step`: the
     commonest response, released without being held first."""
     _append_as_read(step.to_client, frame, whole)
-    step.responses.append(_seen(req, len(frame), upstream_seconds, None, False, 0, 0))
+    step.responses.append(seen_as_read(req, len(frame), upstream_seconds))
     _answers_after(req, step.to_client)
+
+
+def seen_as_read(req: InFlight, size: int, upstream_seconds: float) -> ResponseSeen:
+    """What an unwalked response sent on as it came reports (either path)."""
+    return _seen(req, size, upstream_seconds, None, False, 0, 0)
 
 
 def _append_as_read(out: list[bytes | memoryview], frame: memoryview, whole: bytes | None) -> None:

@@ -1,5 +1,10 @@
-"""One client connection's rules, sans-IO: bytes in from either side, chunks out (the
-commonest read each way, one whole frame, may take `kproxy.session.fast_lane` instead).
+"""One client connection's rules, sans-IO: bytes in from either side, chunks out.
+
+One entry point each way, `from_client` and `from_upstream`, each returning one step
+type. Each asks the session's fast lane first (`kproxy.session.fast_lane`: the
+commonest reads, whole frames forwarded as they came) and gives what the lane leaves to
+the general path, which does everything, errors included; both admit requests by the
+listener's one table of routes (`kproxy.session.admission`).
 
 Requests flow to the broker with only their header parsed (the few that carry endpoints
 mapped back to the cluster's addresses); responses are walked when their (api, version)
@@ -17,31 +22,24 @@ from kproxy.protocol.apis import (
     API_VERSIONS,
     CLIENT_LISTENER_RESPONSES,
     QUORUM_RESPONSES,
-    WALKED_REQUESTS,
     WALKED_RESPONSES,
 )
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
-from kproxy.protocol.headers import parse_request_header, parse_response_header
+from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
-from kproxy.protocol.rewriter import rewrite
-from kproxy.protocol.walker import (
-    MAX_REQUEST_ENDPOINTS,
-    MAX_RESPONSE_ENDPOINTS,
-    Endpoint,
-    WalkResult,
-    can_walk,
-    walk,
-)
-from kproxy.session.admission import CLIENT_REFUSED_APIS, admit, api_versions_fallback, refuse
-from kproxy.session.fast_lane import SCANNED_RESPONSES, FastLane
+from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, WalkResult, walk
+from kproxy.session.admission import CLIENT_REFUSED_APIS
+from kproxy.session.fast_lane import FAST_LANE, SCANNED_RESPONSES, FastLane, response_is_plain
+from kproxy.session.forward import forward_requests
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
-from kproxy.session.order import answer_in_order, request_for
+from kproxy.session.order import request_for
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.records import Frame, Held, SessionClose, SessionLimits, frame_bytes
 from kproxy.session.release import release_tail, release_unwalked, release_whole
+from kproxy.session.state import STREAM_REQUESTS_AFTER, SessionState
 from kproxy.session.steps import ClientStep, UpstreamStep
 from kproxy.session.streaming import StreamedResponse, streamable
 
@@ -50,30 +48,12 @@ Whole = bytes | None  # a chunk that was exactly one frame (`FrameReader.whole`)
 _pack_size: Final = INT32.pack
 _corr_id: Final = INT32.unpack_from
 _api_key: Final = INT16.unpack_from
-# Requests at least this large (Produce batches) pass as they arrive (cut-through), their
-# header and acks within these bytes (client and transactional ids are <= 32,767 bytes).
-STREAM_REQUESTS_AFTER: Final = 65536
 
 
-class ProxySession(FastLane):
+class ProxySession(SessionState):
     """The rules of one client connection and the broker connection serving it."""
 
-    __slots__ = (
-        "_held",
-        "_paused_for_inflight",
-        "_stream",
-        "_waiting",
-        "awaiting_success",
-        "client_reader",
-        "controllers",
-        "inflight",
-        "limits",
-        "mapping",
-        "max_in_flight",
-        "policy",
-        "refused_apis",
-        "upstream_reader",
-    )
+    __slots__ = ("_lane",)
 
     def __init__(
         self,
@@ -83,38 +63,18 @@ class ProxySession(FastLane):
         policy: ApiPolicy | None = None,
         controllers: AddressMapping | None = None,
         awaiting_success: Container[str] | None = None,
+        fast_lane: bool = True,
     ) -> None:
-        self.mapping = mapping
-        # Where the controllers of a KRaft quorum carried by kproxy are told to be: the
-        # responses that name controller listeners (`QUORUM_RESPONSES`) are mapped by it.
-        self.controllers = controllers
-        # The clients ("" for none) awaiting a success to end a redirect's recovery, a live
-        # view: theirs are the plain Produce and Fetch responses walked (None: all are).
-        self.awaiting_success = awaiting_success
-        self.limits = limits
-        self.max_in_flight = limits.max_in_flight_requests  # read on every request
-        self.refused_apis = refused_apis
-        self.policy = ApiPolicy("default") if policy is None else policy
-        self.client_reader = FrameReader(limits.max_frame_bytes, stream_after=STREAM_REQUESTS_AFTER)
-        self.upstream_reader = FrameReader(limits.max_frame_bytes, limits.stream_responses_after)
-        self.inflight = CorrelationTable()  # of InFlight
-        self._paused_for_inflight = False
-        # Responses walked but not yet sent, in order (a streamed one's tail among them);
-        # None, not an empty list an idle connection would hold, when there are none.
-        self._held: list[Held | StreamedResponse] | None = None
-        self._stream: StreamedResponse | None = None  # a response forwarded as it arrives
-        # Requests read while the in-flight limit was reached, in order (one read's worth:
-        # the runtime stops reading the client meanwhile).
-        self._waiting: list[Frame] | None = None
-        self._client_id_raw = b""  # the fast lane's last client id (FastLane.request_alone)
-        self._client_id = ""
+        super().__init__(mapping, limits, refused_apis, policy, controllers, awaiting_success)
+        # Without it (`fast_lane=False`, for tests) every read takes the general path.
+        self._lane: FastLane | None = FAST_LANE if fast_lane else None
 
     def close(self) -> None:
         """The connection is gone: forget every request and buffered byte."""
         self.inflight = CorrelationTable()
-        self._held = None
+        self.held = None
         self._waiting = None
-        self._stream = None
+        self.stream = None
         self.client_reader = FrameReader(self.limits.max_frame_bytes)
         self.upstream_reader = FrameReader(self.limits.max_frame_bytes)
 
@@ -126,7 +86,7 @@ class ProxySession(FastLane):
     @property
     def answering(self) -> bool:
         """Requests await responses, or one is on its way (streamed, or held)."""
-        return bool(self.inflight) or self._stream is not None or bool(self._held)
+        return bool(self.inflight) or self.stream is not None or bool(self.held)
 
     @property
     def waiting_bytes(self) -> int:
@@ -142,8 +102,19 @@ class ProxySession(FastLane):
         return self.client_reader.buffered
 
     # -- client -> upstream ------------------------------------------------------------------
-    def client_bytes(self, data: bytes, now: float) -> ClientStep:
+    def from_client(self, data: bytes, now: float) -> ClientStep:
+        """What bytes read from the client make: what to send each way, what to observe."""
         step = ClientStep()
+        lane = self._lane
+        if lane is not None and not (self._waiting or self._paused_for_inflight):
+            taken = lane.requests(self, data, now, step)
+            if taken:
+                if taken == len(data):
+                    return step
+                data = data[taken:]
+        return self._client_general(data, now, step)
+
+    def _client_general(self, data: bytes, now: float, step: ClientStep) -> ClientStep:
         waited = self._waiting_requests() if self._waiting else 0
         try:
             frames = self.client_reader.feed_through(data)
@@ -187,64 +158,31 @@ class ProxySession(FastLane):
     def _requests(self, frames: list[Frame], now: float, step: _Step, whole: Whole = None) -> None:
         """Admit and forward requests in order until the in-flight limit is reached; the
         rest wait, in order, for responses to free slots (`_release`)."""
-        limit = self.max_in_flight
-        out, admitted, answers = step.to_upstream, step.requests, step.to_client
-        denied = self.policy.denied
-        for i, frame in enumerate(frames):
-            if type(frame) is FrameMore:  # the rest of a request already on its way
-                out.append(frame.data)
-                continue
-            if len(self.inflight) >= limit:
-                self._waiting = frames[i:]
-                return
-            if type(frame) is FrameStart:
-                # A large request on its way: unless kproxy must rewrite or refuse it, it
-                # is passed on as it arrives, its header read from its first bytes.
-                if (denied and _api_key(frame.head, 0)[0] in denied) or admit(
-                    frame.head, frame.size, now, admitted, False, self.inflight, self.refused_apis
-                ) is None:
-                    self.client_reader.gather()
-                    continue
-                out.append(_pack_size(frame.size))
-                out.append(frame.head)
-                continue
-            assert type(frame) is memoryview
-            if denied and _api_key(frame, 0)[0] in denied:
-                # Answered by kproxy, after the responses to the requests before it; the
-                # requests after it go on meanwhile (no slot taken, nothing waits).
-                refusal = refuse(frame, self.refused_apis, self.policy.listener)
-                answer_in_order(refusal, self.inflight, self._held, self._stream, answers)
-                step.refused.append(_api_key(frame, 0)[0])
-                continue
-            hdr = admit(frame, len(frame), now, admitted, True, self.inflight, self.refused_apis)
-            if hdr is None:  # answered by kproxy itself
-                corr = parse_request_header(frame).correlation_id
-                answer = api_versions_fallback(corr)
-                answer_in_order(answer, self.inflight, self._held, self._stream, answers)
-                continue
-            if hdr.api_key in WALKED_REQUESTS and can_walk(hdr.api_key, hdr.api_version, True):
-                result = walk(
-                    frame,
-                    hdr.body_offset,
-                    hdr.api_key,
-                    hdr.api_version,
-                    True,
-                    MAX_REQUEST_ENDPOINTS,
-                )
-                if result.endpoints:
-                    rw = rewrite(frame, result.endpoints, self._cluster_view)
-                    out.extend(rw.chunks)
-                    continue
-            if whole is None:
-                out.append(_pack_size(len(frame)))
-            out.append(frame if whole is None else whole)  # `whole`: one buffer, as read
-
-    def _cluster_view(self, ep: Endpoint) -> tuple[str, int]:
-        return self.mapping.cluster_address(ep.host, ep.port)
+        waiting = forward_requests(self, frames, now, step, whole)
+        if waiting is not None:
+            self._waiting = waiting
 
     # -- upstream -> client ------------------------------------------------------------------
-    def upstream_bytes(self, data: bytes, now: float) -> UpstreamStep:
+    def from_upstream(self, data: bytes, now: float) -> UpstreamStep:
+        """What bytes read from the broker make. A step that names nodes needing
+        listeners (`nodes_needing_listeners`) is to be ended by `listeners_opened`."""
         step = UpstreamStep()
+        lane = self._lane
+        if lane is not None and not (self._waiting or self._paused_for_inflight):
+            stream = self.stream
+            if stream is not None:
+                if lane.streamed(data, stream, self.upstream_reader):
+                    step.to_client.append(data)
+                    return step
+            elif not self.held:
+                taken = lane.responses(self, data, now, step)
+                if taken:
+                    if taken == len(data):
+                        return step
+                    data = data[taken:]
+        return self._upstream_general(data, now, step)
+
+    def _upstream_general(self, data: bytes, now: float, step: UpstreamStep) -> UpstreamStep:
         needed: set[int] = set()
         try:
             for frame in self.upstream_reader.feed_through(data):
@@ -260,7 +198,7 @@ class ProxySession(FastLane):
             if needed:
                 step.nodes_needing_listeners = sorted(needed)
                 return step
-            if self._held:
+            if self.held:
                 self._release(step, now)
             elif self._waiting or self._paused_for_inflight:
                 self._release_waiting(step, now)
@@ -282,8 +220,8 @@ class ProxySession(FastLane):
 
     def _upstream_failed(self, step: UpstreamStep, exc: ProtocolError) -> None:
         """Bad bytes from the broker: nothing of this step reaches the client."""
-        self._held = None
-        self._stream = None
+        self.held = None
+        self.stream = None
         step.to_client = []
         step.responses = []
         step.close = SessionClose("upstream", exc.reason, str(exc))
@@ -300,15 +238,16 @@ class ProxySession(FastLane):
         if key in WALKED_RESPONSES:
             _, body = parse_response_header(frame, req.header_version)
             # Scanned in the read itself when it came alone (the frame starts 4 bytes in).
+            awaiting = self.awaiting_success
             plain = key in SCANNED_RESPONSES and (
-                self._plain(frame, body, len(frame), req)
+                response_is_plain(frame, body, len(frame), req, awaiting)
                 if whole is None
-                else self._plain(whole, 4 + body, len(whole), req)
+                else response_is_plain(whole, 4 + body, len(whole), req, awaiting)
             )
             if not plain:
                 walked = walk(frame, body, key, req.version, False, MAX_RESPONSE_ENDPOINTS)
                 self._learn(key, walked, step, needed)
-        if walked is None and not self._held and key != API_VERSIONS:
+        if walked is None and not self.held and key != API_VERSIONS:
             # Nothing to rewrite (ApiVersions may be clamped) and nothing before it still
             # held (a response that waits for a listener would be): it leaves at once.
             release_unwalked(req, frame, now - req.received, whole, step)
@@ -336,40 +275,41 @@ class ProxySession(FastLane):
             body = parse_response_header(head, req.header_version)[1]
         except ProtocolError:
             return False  # a header longer than the bytes in hand: gathered instead
-        if self._held:
+        if self.held:
             self._release(step, now)
         request_for(self.inflight, head)
         held_back = self.upstream_reader.stream_after  # its last bytes wait for its walk
-        self._stream = stream = StreamedResponse(req, start, body, now - req.received, held_back)
+        self.stream = stream = StreamedResponse(req, start, body, now - req.received, held_back)
         step.to_client.extend(stream.begin(head))
         return True
 
     def _stream_more(
         self, data: memoryview, now: float, step: UpstreamStep, needed: set[int]
     ) -> None:
-        stream = self._stream
+        stream = self.stream
         assert stream is not None, "FrameMore without a streamed response"
         piece = stream.more(data)
         if piece:
             step.to_client.append(piece)
         if not stream.complete:
             return
-        self._stream = None
-        walked = stream.finish(self._walks_plain(stream.request))
+        self.stream = None
+        awaiting, client = self.awaiting_success, stream.request.client_id or ""
+        walked = stream.finish(awaiting is None or client in awaiting)
         if walked is not None:
             self._learn(stream.request.api_key, walked, step, needed)
         self._hold(stream)  # its tail, released in order with what follows
 
     def _hold(self, item: Held | StreamedResponse) -> None:
-        self._held = self._held or []
-        self._held.append(item)
+        self.held = self.held or []
+        self.held.append(item)
 
     def _mapping_for(self, api_key: int) -> AddressMapping:
         quorum = self.controllers if api_key in QUORUM_RESPONSES else None
         return self.mapping if quorum is None else quorum
 
     def _release(self, step: UpstreamStep, now: float) -> None:
-        held, self._held = self._held, None
+        held, self.held = self.held, None
         if held is not None:
             for item in held:
                 mapping = self._mapping_for(item.request.api_key)

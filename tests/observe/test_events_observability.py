@@ -21,7 +21,6 @@ from kproxy.config.settings import ClusterSettings, EventSettings, MetricsSettin
 from kproxy.observe.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES
 from kproxy.observe.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.session.inflight import InFlight
 from kproxy.session.steps import ResponseSeen
 from tests.event_files import REPO, TS_RE, read_lines
 
@@ -202,8 +201,8 @@ def test_request_samples_follow_the_rate_and_disabled_events_write_nothing(
     )
     o.response(1, 16, "c", 0.5, 0.5)  # one at a time, or as what a read forwarded
     o.responses_forwarded([seen_response(1, 16, "c", 0.5, 0.5)] * 2, 1.0)
-    o.response_forwarded(InFlight(1, 16, 1, "c", 0.0), 10, 0.5, 1.0)  # the fast lane's
-    o.response_forwarded(InFlight(1, 16, 1, "c", 0.0), 10, 0.5, 1.0)
+    o.responses_forwarded([seen_response(1, 16, "c", 0.5, 0.5)], 1.0)
+    o.responses_forwarded([seen_response(1, 16, "c", 0.5, 0.5)], 1.0)
     o.close()
     assert [x["type"] for x in read_lines(tmp_path / "a")] == ["request_sample"] * 2
     off = Observability(settings_for(tmp_path / "b", enabled=False), runtime_collectors=False)
@@ -231,7 +230,7 @@ def test_each_response_is_sampled_with_the_rate_whoever_else_is_sampled(
     o.own_client_id = "kproxy-events"
     clients = ["kproxy-events" if i % 10 == 9 else "app" for i in range(40_000)]
     for i, client in enumerate(clients):  # each response's index as its version
-        o.response_forwarded(InFlight(1, i, 1, client, 0.0), 10, 0.001, 0.002)
+        o.responses_forwarded([seen_response(1, i, client, 0.0, 0.001)], 0.002)
     o.close()
     samples = [x for x in read_lines(tmp_path) if x["type"] == "request_sample"]
     assert samples and {x["client_id"] for x in samples} == {"app"}
@@ -254,38 +253,3 @@ def test_docs_list_every_event_type_and_field() -> None:
         assert documented == list(fields), event_type
     for field in COMMON_FIELDS:
         assert f"| `{field}` |" in doc
-
-
-def test_the_fast_lane_reports_what_the_general_path_reports(tmp_path: Path) -> None:
-    """A request and a response the session's fast lane forwarded (the observer's request
-    counter, `response_forwarded`) are counted, timed and sampled as the same ones
-    reported through a step (`requests_forwarded`, `responses_forwarded`)."""
-    from prometheus_client import generate_latest
-
-    from kproxy.session.inflight import InFlight
-
-    reports = []
-    for name in ("lane", "general"):
-        o = Observability(
-            settings_for(tmp_path / name, request_sample_rate=1.0), runtime_collectors=False
-        )
-        count_request = o.request_counter()  # what the runtime calls for the lane's requests
-        for i, (key, version, size, upstream) in enumerate(
-            [(0, 11, 120, 0.003), (12, 4, 40, 0.0005), (0, 9, 5000, 2.5)]
-        ):
-            received, done = 10.0 + i, 10.0 + i + upstream + 0.0002
-            if name == "lane":
-                count_request(key, size)
-                o.response_forwarded(InFlight(key, version, 1, "app", received), 64, upstream, done)
-            else:
-                o.requests_forwarded([(key, size)])
-                seen = ResponseSeen(
-                    key, version, "app", 64, received, upstream, None, frozenset(), 0, 0
-                )
-                o.responses_forwarded([seen], done)
-        o.close()
-        samples = [x | {"ts": None} for x in read_lines(tmp_path / name)]
-        reports.append((generate_latest(o.metrics.registry), samples))
-    assert reports[0] == reports[1]
-    assert b'kproxy_frames_total{api="Produce",direction="response"} 2.0' in reports[0][0]
-    assert [x["type"] for x in reports[0][1]] == ["request_sample"] * 3

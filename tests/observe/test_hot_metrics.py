@@ -128,11 +128,11 @@ def test_what_one_read_forwarded_counts_as_its_frames_did_one_by_one(
     reads: list[tuple[list[tuple[int, int]], list[tuple[int, int, float, float]], float]],
 ) -> None:
     """The runtime hands the metrics what a read forwarded in one call each way
-    (`count_frames`, `responses`): the samples are those of a call per frame."""
+    (`requests`, `responses`): the samples are those of a call per frame."""
     hot = HotPathMetrics()
     calls: list[tuple[object, ...]] = []
     for requests, responses, done in reads:
-        hot.count_frames("request", requests)
+        hot.requests(requests)
         calls += [("frame", key, "request", size) for key, size in requests]
         seen = [
             ResponseSeen(key, 0, None, size, done - total, upstream, None, frozenset(), 0, 0)

@@ -80,13 +80,14 @@ def test_an_idle_session_holds_what_a_fresh_one_does_plus_its_answered_table() -
     def idle() -> ProxySession:
         session = fresh()
         for piece in client_reads:
-            assert session.client_bytes(piece, 0.0).close is None
+            assert session.from_client(piece, 0.0).close is None
         for piece in upstream_reads:
-            step = session.upstream_bytes(piece, 0.0)
+            step = session.from_upstream(piece, 0.0)
             assert step.close is None
         assert not session.answering and session.client_bytes_pending == 0
         return session
 
+    fresh()  # the listener's routes (`Admission`), shared: built by its first session
     grown = _traced_per_object(idle) - _traced_per_object(fresh)
     # Answering leaves nothing: the in-flight table lets go of its dict once it is empty
     # (a dict keeps the room its entries took: 160 bytes after one), the readers keep no
@@ -102,6 +103,7 @@ def test_a_fresh_session_is_its_readers_and_in_flight_table_and_nothing_more() -
     def fresh() -> ProxySession:
         return ProxySession(addresses, limits, CLIENT_REFUSED_APIS, policy, None)
 
+    fresh()  # the listener's routes (`Admission`), shared: built by its first session
     # The session object, its two frame readers and its in-flight table; everything else
     # it refers to is shared (the empty bytes and str, None) or the caller's: no empty
     # dict of requests in flight, no empty list of held responses or waiting requests.

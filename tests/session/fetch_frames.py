@@ -184,7 +184,7 @@ def fed_in_pieces(
     sent: list[bytes] = []
     step = None
     for a, b in zip([0, *cuts], [*cuts, len(frame)], strict=True):
-        step = s.upstream_bytes(frame[a:b], LATER)
+        step = s.from_upstream(frame[a:b], LATER)
         while step.nodes_needing_listeners:  # as the runtime does
             open_listeners(mapping, step.nodes_needing_listeners)
             step = s.listeners_opened(LATER, step)

@@ -77,11 +77,11 @@ def joined(chunks: list[bytes | memoryview]) -> bytes:
 
 
 def client(s: ProxySession, data: bytes) -> ClientStep:
-    return s.client_bytes(data, NOW)
+    return s.from_client(data, NOW)
 
 
 def upstream(s: ProxySession, data: bytes) -> UpstreamStep:
-    return s.upstream_bytes(data, LATER)
+    return s.from_upstream(data, LATER)
 
 
 def metadata_request(corr: int) -> bytes:

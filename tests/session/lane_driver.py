@@ -15,10 +15,12 @@ from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.heartbeat.v4.response import HeartbeatResponse
 
-from kproxy.session import ProxySession, SessionLimits
+from kproxy.protocol.frames import FrameReader
+from kproxy.session import ClientStep, ProxySession, SessionLimits, UpstreamStep, fast_lane
 from kproxy.session.admission import CLIENT_REFUSED_APIS
-from kproxy.session.inflight import InFlight
+from kproxy.session.fast_lane import FastLane
 from kproxy.session.policy import ApiPolicy
+from kproxy.session.streaming import StreamedResponse
 from tests.kio_support import encode_request_frame, encode_response_frame
 from tests.property.scan_support import with_first_partition
 from tests.session.fetch_frames import RECORDS as FETCH_RECORDS
@@ -122,18 +124,59 @@ class _EveryClient:
 EVERY_CLIENT = _EveryClient()
 
 
+# Compiled, FastLane takes no subclass defined in Python (mypyc's native classes do not):
+# the tests that read the counts below are pure_python ones.
+LANE_COMPILED = not (fast_lane.__file__ or "").endswith(".py")
+
+
+class CountingLane(FastLane):
+    """The fast lane, counting what it takes for one session (the tests' instrument)."""
+
+    __slots__ = ("completed", "kept", "leading", "passed", "taken")
+
+    def __init__(self, taken: int) -> None:
+        self.taken = taken  # frames taken (over the connections of one example)
+        self.leading = 0  # frames taken from the front of the last read of several
+        self.passed = 0  # reads inside a streamed response sent on
+        self.kept = 0  # reads of part of a small response kept
+        self.completed = 0  # small responses read in parts sent whole
+
+    def requests(self, session: ProxySession, data: bytes, now: float, step: ClientStep) -> int:
+        before = len(step.requests)
+        end = super().requests(session, data, now, step)
+        self._took(len(step.requests) - before, end == len(data))
+        return end
+
+    def responses(self, session: ProxySession, data: bytes, now: float, step: UpstreamStep) -> int:
+        before = len(step.responses)
+        end = super().responses(session, data, now, step)
+        took = len(step.responses) - before
+        if end and not took:
+            self.kept += 1
+        elif took == 1 and end == len(data) and step.to_client[-1] is not data:
+            self.completed += 1
+        self._took(took, end == len(data))
+        return end
+
+    def streamed(self, data: bytes, stream: StreamedResponse, reader: FrameReader) -> bool:
+        passed = super().streamed(data, stream, reader)
+        self.passed += passed
+        return passed
+
+    def _took(self, frames: int, whole_read: bool) -> None:
+        self.taken += frames
+        # One frame that was the whole read: taken alone, not from a read of several.
+        self.leading = 0 if frames == 1 and whole_read else frames
+
+
 class Driven:
-    """A session, and what each read made of it, normalised to compare."""
+    """A session, and what each read made of it, normalised to compare: with its fast
+    lane (`lane`), or with every read on the general path."""
 
     def __init__(
         self, lane: bool, max_in_flight: int, denied: frozenset[int], awaits: bool, taken: int = 0
     ) -> None:
         self.lane = lane
-        self.taken = taken  # frames the lane took (over the connections of one example)
-        self.leading = 0  # frames the lane took from the front of the last read of several
-        self.passed = 0  # reads inside a streamed response the lane sent on
-        self.kept = 0  # reads of part of a small response the lane kept
-        self.completed = 0  # small responses read in parts the lane sent whole
         self.session = ProxySession(
             address_map(open_nodes=(1, 2)),
             SessionLimits(1 << 20, max_in_flight),
@@ -141,31 +184,29 @@ class Driven:
             ApiPolicy("test", denied),
             None,
             EVERY_CLIENT if awaits else frozenset(),
+            fast_lane=lane,
         )
+        self.counts = CountingLane(taken) if lane and not LANE_COMPILED else None
+        if self.counts is not None:
+            self.session._lane = self.counts
         self.closed = False
 
+    def __getattr__(self, name: str) -> int:
+        """The lane's counts (0 without one): taken, leading, passed, kept, completed."""
+        if name in ("taken", "leading", "passed", "kept", "completed"):
+            return 0 if self.counts is None else int(getattr(self.counts, name))
+        raise AttributeError(name)
+
     def client(self, data: bytes, now: float) -> tuple[Any, ...]:
-        s = self.session
-        lane_out, lane_requests = b"", []
-        self.leading = 0
-        if self.lane:  # as the runtime does (kproxy.runtime.client.ClientConnection)
-            key = s.request_alone(data, now)
-            if key >= 0:
-                self.taken += 1
-                return ("client", data, b"", [(key, len(data) - 4)], False, 0, [], None)
-            end = s.requests_leading(data, now, lane_requests)
-            self.leading = len(lane_requests)
-            self.taken += self.leading
-            lane_out, data = data[:end], data[end:]
-            if not data:
-                return ("client", lane_out, b"", lane_requests, False, 0, [], None)
-        step = s.client_bytes(data, now)
+        if self.counts is not None:
+            self.counts.leading = 0
+        step = self.session.from_client(data, now)
         self.closed = step.close is not None
         return (
             "client",
-            lane_out + joined(step.to_upstream),
+            joined(step.to_upstream),
             joined(step.to_client),
-            lane_requests + step.requests,
+            step.requests,
             step.pause_reading,
             step.held,
             step.refused,
@@ -174,37 +215,9 @@ class Driven:
 
     def upstream(self, data: bytes, now: float) -> tuple[Any, ...]:
         s = self.session
-        lane_out, lane_facts = b"", []
-        self.leading = 0
-        if self.lane:
-            taken: list[tuple[InFlight, int]] = []
-            # In the runtime's order (kproxy.runtime.client.ClientConnection.upstream_bytes).
-            req = None
-            read = s.response_read(data)
-            if read is True:
-                self.kept += 1
-                return ("upstream", b"", b"", [], [], [], False, None)
-            if read is not False:
-                req, whole = read
-                if whole is not data:
-                    self.completed += 1
-                data = whole  # what the lane sends: the whole response, as it came
-            elif s.streamed_passes(data):
-                self.passed += 1
-                return ("upstream", data, b"", [], [], [], False, None)
-            if req is not None:
-                taken, end = [(req, len(data) - 4)], len(data)
-            else:
-                end = s.responses_leading(data, taken)
-                self.leading = len(taken)
-            self.taken += len(taken)
-            lane_out, data = data[:end], data[end:]
-            for req, size in taken:
-                seen = (req.api_key, req.version, req.client_id, size, req.received)
-                lane_facts.append((*seen, now - req.received, None, frozenset(), 0, 0))
-            if not data:
-                return ("upstream", lane_out, b"", [], lane_facts, [], False, None)
-        step = s.upstream_bytes(data, now)
+        if self.counts is not None:
+            self.counts.leading = 0
+        step = s.from_upstream(data, now)
         while step.nodes_needing_listeners:
             step = s.listeners_opened(now, step)
         self.closed = step.close is not None
@@ -225,10 +238,10 @@ class Driven:
         ]
         return (
             "upstream",
-            lane_out + joined(step.to_client),
+            joined(step.to_client),
             joined(step.to_upstream),
             step.requests,
-            lane_facts + responses,
+            responses,
             step.refused,
             step.resume_reading,
             None if step.close is None else step.close.cause,
@@ -263,16 +276,6 @@ class Driven:
             s.waiting_bytes,
             s.streaming_request,
         )
-
-
-def frames_then_rest(data: bytes, frames: int) -> list[bytes]:
-    """`data` cut after each of its first `frames` frames."""
-    reads, pos = [], 0
-    for _ in range(frames):
-        end = pos + 4 + struct.unpack_from(">i", data, pos)[0]
-        reads.append(data[pos:end])
-        pos = end
-    return [*reads, data[pos:]] if pos < len(data) else reads
 
 
 def streamed_round_trip(

@@ -217,8 +217,8 @@ def test_too_many_tagged_fields_are_refused_walked_or_not(version: int, waiting:
     for stream_after in (STREAM_AFTER, GATHER_ALL):
         s, _ = streaming_session(stream_after, awaiting_success=waiting)
         client(s, fetch_request(version, 5))
-        assert s.upstream_bytes(frame[:100], LATER).close is None
-        step = s.upstream_bytes(frame[100:], LATER)
+        assert s.from_upstream(frame[:100], LATER).close is None
+        step = s.from_upstream(frame[100:], LATER)
         assert step.close is not None and step.close.reason == "too_many_tagged_fields"
 
 

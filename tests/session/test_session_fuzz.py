@@ -90,10 +90,10 @@ def test_random_traffic_from_both_sides(
                 unread.append(chunk)
                 continue
             if side == "client":
-                step = s.client_bytes(chunk, NOW)
+                step = s.from_client(chunk, NOW)
                 close, paused = step.close, paused or step.pause_reading
             else:
-                up = s.upstream_bytes(chunk, NOW)
+                up = s.from_upstream(chunk, NOW)
                 while up.nodes_needing_listeners:
                     for node_id in up.nodes_needing_listeners:
                         mapping.listener_bound(node_id, 19000 + node_id)
@@ -102,7 +102,7 @@ def test_random_traffic_from_both_sides(
                 if up.resume_reading and close is None:
                     paused = False
                     if unread:  # what waited in the kernel is read at once
-                        step = s.client_bytes(b"".join(unread), NOW)
+                        step = s.from_client(b"".join(unread), NOW)
                         unread = []
                         close, paused = step.close, step.pause_reading
             assert not (paused and s.streaming_request and not s._waiting), (
@@ -115,7 +115,7 @@ def test_random_traffic_from_both_sides(
                 assert close.side in ("client", "upstream") and close.reason and close.message
                 s.close()
                 assert len(s.inflight) == 0 and s.inflight.unanswered == 0
-                assert s.client_bytes_pending == 0 and not s._waiting and not s._held
+                assert s.client_bytes_pending == 0 and not s._waiting and not s.held
                 return
     s.close()
     assert len(s.inflight) == 0 and s.inflight.unanswered == 0

@@ -206,8 +206,8 @@ def stream_naming_a_new_node(version: int) -> NewNodeStream:
     client(s, fetch_request(version, 5))
     msg = fetch_response(version, RECORDS, 3, ((3, "broker-3.kafka.cluster.invalid", 9092),))
     frame = encode_response_frame(msg, 5)
-    first = s.upstream_bytes(frame[:300], LATER)
-    asked = s.upstream_bytes(frame[300:], LATER)
+    first = s.from_upstream(frame[:300], LATER)
+    asked = s.from_upstream(frame[300:], LATER)
     return NewNodeStream(s, mapping, msg, frame, first, asked)
 
 
@@ -310,7 +310,7 @@ def test_responses_around_a_streamed_one_keep_their_order() -> None:
     data = small + big + after
     out = b""
     for cut in range(0, len(data), 97):
-        out += joined(s.upstream_bytes(data[cut : cut + 97], LATER).to_client)
+        out += joined(s.from_upstream(data[cut : cut + 97], LATER).to_client)
     assert out == data
     assert not s.answering
 
@@ -320,9 +320,9 @@ def test_a_response_that_runs_out_closes_the_upstream_side() -> None:
     client(s, fetch_request(17, 5))
     frame = bytearray(encode_response_frame(fetch_response(17, RECORDS), 5))
     frame[4 + 4 + 1 + 2 + 4 + 4] = 0x7F  # header, throttle, error, session: topics count
-    step = s.upstream_bytes(bytes(frame[:200]), LATER)
+    step = s.from_upstream(bytes(frame[:200]), LATER)
     assert step.close is None and step.to_client  # it looked right so far
-    step = s.upstream_bytes(bytes(frame[200:]), LATER)
+    step = s.from_upstream(bytes(frame[200:]), LATER)
     assert step.close is not None and step.close.side == "upstream"
     assert step.to_client == []
 
@@ -339,7 +339,7 @@ def test_a_length_below_null_is_refused_as_the_walker_refuses_it() -> None:
     assert frame[name : name + 8] == b"\x00\x06orders"
     body = frame[4:name] + b"\xff\xfe" + frame[name + 8 :]
     data = len(body).to_bytes(4, "big") + body
-    step = s.upstream_bytes(data[:200], LATER)  # streamed: larger than STREAM_AFTER
+    step = s.from_upstream(data[:200], LATER)  # streamed: larger than STREAM_AFTER
     assert step.close is not None and step.close.side == "upstream"
     assert step.to_client == []
 
@@ -349,8 +349,8 @@ def test_a_response_kproxy_does_not_walk_is_passed_on_as_it_comes() -> None:
     client(s, request_with(9, 8, 9, b"\x00"))  # OffsetFetch v8
     body = (9).to_bytes(4, "big") + b"\x00" + bytes(500)
     frame = len(body).to_bytes(4, "big") + body
-    first = s.upstream_bytes(frame[:100], LATER)
+    first = s.from_upstream(frame[:100], LATER)
     assert joined(first.to_client) == frame[:100]
-    last = s.upstream_bytes(frame[100:], LATER)
+    last = s.from_upstream(frame[100:], LATER)
     assert joined(last.to_client) == frame[100:]
     assert last.streamed == [(9, "none")]

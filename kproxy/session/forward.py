@@ -1,0 +1,95 @@
+"""Requests from the client on their way to the broker: each admitted by its route
+(`kproxy.session.admission`), forwarded as it came, rewritten, refused or answered by
+kproxy, in order, until the in-flight limit is reached (sans-IO)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kproxy.protocol.frames import FrameMore, FrameStart
+from kproxy.protocol.headers import parse_request_header
+from kproxy.protocol.primitives import INT32
+from kproxy.protocol.rewriter import rewrite
+from kproxy.protocol.walker import MAX_REQUEST_ENDPOINTS, walk
+from kproxy.session.admission import (
+    ANSWER,
+    CLOSE,
+    DENY,
+    FORWARD,
+    WALK,
+    admit,
+    api_versions_fallback,
+    closing_error,
+    refuse,
+)
+from kproxy.session.order import answer_in_order
+from kproxy.session.records import Frame
+from kproxy.session.state import SessionState
+from kproxy.session.steps import ClientStep, UpstreamStep
+
+_pack_size: Final = INT32.pack
+
+
+def forward_requests(
+    session: SessionState,
+    frames: list[Frame],
+    now: float,
+    step: ClientStep | UpstreamStep,
+    whole: bytes | None = None,
+) -> list[Frame] | None:
+    """Admit and forward `frames` into `step` in order; those from the first that finds
+    the in-flight table full are returned, to wait (None: none waits). `whole`: the read
+    itself, when it was these frames' one whole request."""
+    limit = session.max_in_flight
+    inflight = session.inflight
+    out, admitted, answers = step.to_upstream, step.requests, step.to_client
+    admission = session.admission
+    for i, frame in enumerate(frames):
+        if type(frame) is FrameMore:  # the rest of a request already on its way
+            out.append(frame.data)
+            continue
+        if len(inflight) >= limit:
+            return frames[i:]
+        head = frame.head if type(frame) is FrameStart else frame
+        assert type(head) is memoryview
+        hdr = parse_request_header(head)
+        route = admission.route(hdr.api_key, hdr.api_version)
+        # An ApiVersions version kproxy does not know is answered only when nothing is
+        # in flight: its answer would otherwise pass the responses before it.
+        if route == CLOSE or (route == ANSWER and inflight):
+            raise closing_error(hdr, admission.refused_apis)
+        if type(frame) is FrameStart:
+            # A large request on its way: unless kproxy must rewrite or refuse it, it is
+            # passed on as it arrives, its header read from its first bytes.
+            if route != FORWARD:
+                session.client_reader.gather()
+                continue
+            admit(hdr, head, frame.size, now, admitted, inflight)
+            out.append(_pack_size(frame.size))
+            out.append(head)
+            continue
+        answer = None
+        if route == DENY:
+            # Answered by kproxy, after the responses to the requests before it; the
+            # requests after it go on meanwhile (no slot taken, nothing waits).
+            answer = refuse(head, hdr, session.policy.listener)
+            step.refused.append(hdr.api_key)
+        elif route == ANSWER:  # KIP-511: an ApiVersions kproxy cannot read
+            answer = api_versions_fallback(hdr.correlation_id)
+        if answer is not None:
+            answer_in_order(answer, inflight, session.held, session.stream, answers)
+            continue
+        admit(hdr, head, len(head), now, admitted, inflight)
+        if route == WALK:
+            result = walk(
+                head, hdr.body_offset, hdr.api_key, hdr.api_version, True, MAX_REQUEST_ENDPOINTS
+            )
+            if result.endpoints:
+                out.extend(rewrite(head, result.endpoints, session.cluster_view).chunks)
+                continue
+        if whole is None:
+            out.append(_pack_size(len(head)))
+            out.append(head)
+        else:
+            out.append(whole)  # one buffer, as read
+    return None
