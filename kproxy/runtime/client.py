@@ -270,7 +270,8 @@ class ClientConnection:
             svc.learned(step)
             svc.listeners.open_nodes(step.nodes_needing_listeners)
             step = session.listeners_opened(now, step)
-        if step.learned:
+        more = step.more
+        if more is not None:
             svc.learned(step)
         if step.close is not None:
             svc.failed(self, step.close)
@@ -278,11 +279,11 @@ class ClientConnection:
         if not step.responses and not step.to_client:
             return  # part of a response, kept
         self._write_client(step.to_client)
-        if step.to_upstream:
-            self._to_upstream(step.to_upstream)
+        if more is not None and more.to_upstream:  # requests released by these responses
+            self._to_upstream(more.to_upstream)
         svc.observe_responses(step, self.node_id, _now())
-        if step.refused:
-            svc.refused(self, step.refused)
+        if more is not None and more.refused:
+            svc.refused(self, more.refused)
         if step.resume_reading:
             self._resume("in_flight")
         if self.draining and not session.answering and not session.streaming_request:

@@ -17,8 +17,9 @@ from kproxy.runtime.registry import Connection, ConnectionRegistry
 from kproxy.runtime.tls import ServerTls
 from kproxy.runtime.tls import failure_reason as tls_failure_reason
 from kproxy.runtime.tls import failure_text as tls_failure_text
-from kproxy.session import SessionClose, SessionLimits, UpstreamStep
+from kproxy.session import ResponseSeen, SessionClose, SessionLimits, UpstreamStep
 from kproxy.session.policy import ApiPolicy
+from kproxy.session.steps import UpstreamFacts
 
 log = logging.getLogger("kproxy.connection")
 
@@ -102,9 +103,12 @@ class ConnectionServices:
 
     def learned(self, step: UpstreamStep) -> None:
         """Report the nodes a step learned (before what names them is sent)."""
-        for node_id, host, port in step.learned:
+        more = step.more
+        if more is None or not more.learned:
+            return
+        for node_id, host, port in more.learned:
             self.reports.learned(node_id, host, port)
-        step.learned = []
+        more.learned = []
 
     def failed(self, conn: Connection, why: SessionClose) -> None:
         """Bad bytes: close this pair with a log line and a metric; nothing else notices."""
@@ -142,23 +146,29 @@ class ConnectionServices:
         (requests that waited for a slot and went out with it included)."""
         if not self._relayed:
             self._relay_began()
+        self.observer.responses_forwarded(step.responses, done)
+        if step.more is not None:  # none for most reads: nothing walked, nothing released
+            self._observe_facts(step.more, step.responses, node_id)
+
+    def _observe_facts(
+        self, more: UpstreamFacts, responses: list[ResponseSeen], node_id: int | None
+    ) -> None:
         obs = self.observer
-        if step.requests:
-            obs.requests_forwarded(step.requests)
-        obs.responses_forwarded(step.responses, done)
-        for seen in step.responses:
+        if more.requests:
+            obs.requests_forwarded(more.requests)
+        for seen in responses:
             key = seen.api_key
             if seen.leaders:
                 obs.leaders(key, seen.client_id, node_id, seen.leaders, seen.endpoint_nodes)
             if seen.rewritten or seen.removed:
                 obs.endpoints(key, seen.rewritten, seen.removed)
-        for dropped, lowered in step.clamped:
+        for dropped, lowered in more.clamped:
             obs.api_versions_clamped(dropped, lowered)
-        for api_key, count in step.redacted:
+        for api_key, count in more.redacted:
             obs.configs_redacted(api_key, count)
-        for api_key, tail in step.streamed:
+        for api_key, tail in more.streamed:
             obs.response_streamed(api_key, tail)
-        for api_key, size in step.trimmed:
+        for api_key, size in more.trimmed:
             obs.response_trimmed(api_key, size)
             name = api_name(api_key)
             self.trimmed_log.warning(
@@ -169,5 +179,5 @@ class ConnectionServices:
                 "the bootstrap broker" if node_id is None else f"node {node_id}",
                 size,
             )
-        for unmapped in step.unmapped:
+        for unmapped in more.unmapped:
             self.reports.unmapped(unmapped)

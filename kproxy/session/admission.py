@@ -81,18 +81,18 @@ class Admission:
     Shared by the listener's sessions (`admission_for`); rebuilt when a reload gives
     the policy another set of refused APIs."""
 
-    __slots__ = ("_denied", "_routes", "lane", "policy", "refused_apis")
+    __slots__ = ("_routes", "lane", "policy", "refused_apis")
 
     def __init__(self, refused_apis: frozenset[int], policy: ApiPolicy) -> None:
         self.refused_apis = refused_apis
         self.policy = policy
-        self._denied = policy.denied
         self._routes: dict[int, int] = {}
         self.lane: dict[int, tuple[int, int]] = {}
-        self._build()
+        self.rebuild()
 
-    def _build(self) -> None:
-        self._denied = denied = self.policy.denied
+    def rebuild(self) -> None:
+        """Build the tables from the policy as it is now (`ApiPolicy.update` calls it)."""
+        denied = self.policy.denied
         routes: dict[int, int] = {}
         lane: dict[int, tuple[int, int]] = {}
         for key, info in APIS.items():
@@ -107,17 +107,10 @@ class Admission:
                     lane[at] = headers
         self._routes, self.lane = routes, lane
 
-    def current(self) -> Admission:
-        """This, its tables rebuilt first if the policy changed since (a reload replaces
-        the policy's `denied` set: one identity test per request)."""
-        if self.policy.denied is not self._denied:
-            self._build()
-        return self
-
     def route(self, key: int, version: int) -> int:
-        route = self.current()._routes.get(key << 16 | (version & 0xFFFF))
+        route = self._routes.get(key << 16 | (version & 0xFFFF))
         if route is None:  # a key or version kproxy does not know
-            return route_of(key, version, self.refused_apis, self._denied)
+            return route_of(key, version, self.refused_apis, self.policy.denied)
         return route
 
 

@@ -114,7 +114,7 @@ class FastLane:
         # api key and version are read unsigned: a negative one matches no route.
         key = data[start + 4] << 8 | data[start + 5]
         version = data[start + 6] << 8 | data[start + 7]
-        headers = session.admission.current().lane.get(key << 16 | version)
+        headers = session.admission.lane.get(key << 16 | version)
         if headers is None:
             return -1
         correlation_id = (

@@ -16,8 +16,17 @@ does).
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from kproxy.protocol.api_versions import SUPPORTED
 from kproxy.protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
+
+
+class Routes(Protocol):
+    """Tables built from a policy (`kproxy.session.admission.Admission`)."""
+
+    def rebuild(self) -> None: ...
+
 
 # What a client needs before it can ask anything: never refused.
 ALWAYS_ALLOWED = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
@@ -34,13 +43,16 @@ class ApiPolicy:
         self.listener = listener
         self.denied = denied - ALWAYS_ALLOWED
         self.advertise_denied = advertise_denied
-        # Its routes per listener role (`kproxy.session.admission.admission_for`).
-        self.admissions: dict[frozenset[int], object] = {}
+        # Its routes per listener role (`kproxy.session.admission.admission_for`),
+        # rebuilt by `update`.
+        self.admissions: dict[frozenset[int], Routes] = {}
 
     def update(self, listener: str, denied: frozenset[int], advertise_denied: bool) -> None:
         self.listener = listener
         self.denied = denied - ALWAYS_ALLOWED
         self.advertise_denied = advertise_denied
+        for routes in self.admissions.values():
+            routes.rebuild()
 
     def advertised(self, api_key: int) -> tuple[int, int] | None:
         """The versions ApiVersions offers for this key on this listener (None: dropped)."""

@@ -34,6 +34,8 @@ def release_whole(
     """Append a whole response, rewritten for the client, to `step`."""
     req, frame, walked, upstream_seconds, whole = held
     key = req.api_key
+    if walked is not None:
+        step.facts()  # what the walk found is reported with the step's facts
     if walked is not None and walked.end < len(frame):
         # Bytes after the message belong to no field, so no rewrite reaches them: they
         # could carry an address past kproxy. The client gets the message alone.
@@ -82,7 +84,18 @@ def release_unwalked(
 
 def seen_as_read(req: InFlight, size: int, upstream_seconds: float) -> ResponseSeen:
     """What an unwalked response sent on as it came reports (either path)."""
-    return _seen(req, size, upstream_seconds, None, False, 0, 0)
+    return ResponseSeen(
+        req.api_key,
+        req.version,
+        req.client_id,
+        size,
+        req.received,
+        upstream_seconds,
+        None,
+        _NO_NODES,
+        0,
+        0,
+    )
 
 
 def _append_as_read(out: list[bytes | memoryview], frame: memoryview, whole: bytes | None) -> None:

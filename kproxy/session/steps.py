@@ -74,36 +74,28 @@ class ClientStep:
         self.close: SessionClose | None = None
 
 
-class UpstreamStep:
-    """The result of bytes from the broker (or of the listeners a step asked for)."""
+class UpstreamFacts:
+    """What a read from the broker did besides sending responses on: released requests
+    and what walking its responses found. Made only by a read that has any (a step's
+    `more`): most reads have none."""
 
     __slots__ = (
         "clamped",
-        "close",
         "learned",
-        "nodes_needing_listeners",
         "redacted",
         "refused",
         "requests",
-        "responses",
-        "resume_reading",
         "streamed",
-        "to_client",
         "to_upstream",
         "trimmed",
         "unmapped",
     )
 
     def __init__(self) -> None:
-        self.to_client: list[bytes | memoryview] = []
         # Requests that waited for an in-flight slot, released by these responses.
         self.to_upstream: list[bytes | memoryview] = []
         self.requests: list[tuple[int, int]] = []
         self.refused: list[int] = []  # waiting requests answered with a refusal
-        self.responses: list[ResponseSeen] = []
-        # Listeners to open before anything more is sent; then call
-        # `ProxySession.listeners_opened` for the responses held back for them.
-        self.nodes_needing_listeners: list[int] = []
         self.learned: list[NodeLearned] = []
         self.unmapped: list[int] = []  # node ids whose endpoints were removed
         self.clamped: list[tuple[int, int]] = []  # ApiVersions: (dropped, lowered) keys
@@ -112,5 +104,72 @@ class UpstreamStep:
         self.streamed: list[tuple[int, str]] = []
         # Responses with bytes after their message, kept from the client: (api key, bytes).
         self.trimmed: list[tuple[int, int]] = []
+
+
+class UpstreamStep:
+    """The result of bytes from the broker (or of the listeners a step asked for)."""
+
+    __slots__ = ("_nodes", "close", "more", "responses", "resume_reading", "to_client")
+
+    def __init__(self) -> None:
+        self.to_client: list[bytes | memoryview] = []
+        self.responses: list[ResponseSeen] = []
         self.resume_reading = False  # in-flight requests fell back: read the client again
         self.close: SessionClose | None = None
+        # Walk facts and released requests (`facts`); None: the read had none.
+        self.more: UpstreamFacts | None = None
+        self._nodes: list[int] | None = None
+
+    def facts(self) -> UpstreamFacts:
+        """This step's facts, made at the first one."""
+        more = self.more
+        if more is None:
+            more = self.more = UpstreamFacts()
+        return more
+
+    @property
+    def nodes_needing_listeners(self) -> list[int]:
+        """Listeners to open before anything more is sent; then call
+        `ProxySession.listeners_opened` for the responses held back for them."""
+        return self._nodes or []
+
+    @nodes_needing_listeners.setter
+    def nodes_needing_listeners(self, nodes: list[int]) -> None:
+        self._nodes = nodes or None
+
+    # The facts by name, for whoever reads or fills one of them.
+    @property
+    def to_upstream(self) -> list[bytes | memoryview]:
+        return self.facts().to_upstream
+
+    @property
+    def requests(self) -> list[tuple[int, int]]:
+        return self.facts().requests
+
+    @property
+    def refused(self) -> list[int]:
+        return self.facts().refused
+
+    @property
+    def learned(self) -> list[NodeLearned]:
+        return self.facts().learned
+
+    @property
+    def unmapped(self) -> list[int]:
+        return self.facts().unmapped
+
+    @property
+    def clamped(self) -> list[tuple[int, int]]:
+        return self.facts().clamped
+
+    @property
+    def redacted(self) -> list[tuple[int, int]]:
+        return self.facts().redacted
+
+    @property
+    def streamed(self) -> list[tuple[int, str]]:
+        return self.facts().streamed
+
+    @property
+    def trimmed(self) -> list[tuple[int, int]]:
+        return self.facts().trimmed
