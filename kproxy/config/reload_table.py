@@ -44,6 +44,9 @@ LIVE: Final[dict[str, str]] = {
     "limits.max_connection_age_seconds": "new client connections",
     "limits.connection_age_jitter": "new client connections",
     "limits.max_connection_creation_rate": "at once (new connections)",
+    "quotas.entries": "at once, established connections included (every rate starts afresh)",
+    "quotas.window_seconds": "at once (every rate starts afresh)",
+    "quotas.samples": "at once (every rate starts afresh)",
     "log.level": "at once",
     "shutdown.grace_seconds": "at once",
 }

@@ -32,7 +32,7 @@ from kproxy.observe.metric_specs import (
 from kproxy.protocol.apis import api_name
 
 if TYPE_CHECKING:
-    from kproxy.session.steps import ResponseSeen
+    from kproxy.session.inflight import ResponseSeen
 
 __all__ = ["HOT_PATH_SPECS", "HotPathMetrics"]
 

@@ -115,6 +115,33 @@ RESPONSES_STREAMED = MetricSpec(
     "with an ignored tagged field) or dropped (rewritten longer: its endpoints left out, "
     "the client refreshes its metadata).",
 )
+QUOTA_THROTTLE = MetricSpec(
+    "kproxy_quota_throttle_seconds_total",
+    COUNTER,
+    ("quota", "kind"),
+    "Throttle time given to clients over a quota (quotas.entries, by its name) for the rate "
+    "of kind produce, fetch or requests: the throttle_time_ms their responses carried and "
+    "the time kproxy left their connections unread (KIP-13, KIP-219).",
+)
+QUOTA_BYTES = MetricSpec(
+    "kproxy_quota_bytes_total",
+    COUNTER,
+    ("quota", "kind"),
+    "Bytes of Produce requests (kind produce) and Fetch responses (kind fetch) of the "
+    "clients under a quota.",
+)
+QUOTA_REQUESTS = MetricSpec(
+    "kproxy_quota_requests_total",
+    COUNTER,
+    ("quota",),
+    "Requests of the clients under a quota.",
+)
+QUOTA_LIMIT = MetricSpec(
+    "kproxy_quota_limit",
+    GAUGE,
+    ("quota", "kind"),
+    "The quota in force, per second (bytes for produce and fetch, requests for requests).",
+)
 REQUESTS_REFUSED = MetricSpec(
     "kproxy_requests_refused_total",
     COUNTER,

@@ -39,6 +39,7 @@ from kproxy.observe.metric_specs import (
     MetricSpec,
     series_names,
 )
+from kproxy.observe.quota_metrics import QUOTA_SPECS, QuotaMetrics
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
 
 __all__ = [
@@ -82,12 +83,16 @@ class KproxyMetrics:
         made = {
             spec: _make(spec, reg)
             for spec in METRICS
-            if (topic_labels or not spec.topic_labels_only) and spec not in HOT_PATH_SPECS
+            if (topic_labels or not spec.topic_labels_only)
+            and spec not in HOT_PATH_SPECS
+            and spec not in QUOTA_SPECS
         }
         # Frames, bytes, latency and streamed responses: plain counts, made into samples
         # at scrape time.
         self.hot = HotPathMetrics()
         reg.register(self.hot)
+        self.quotas = QuotaMetrics()  # client quotas, read from their book at scrape time
+        reg.register(self.quotas)
         self.leader_changes = cast(Counter, made[specs.LEADER_CHANGES])
         self.leader_changes_by_topic = cast(
             "Counter | None", made.get(specs.LEADER_CHANGES_BY_TOPIC)

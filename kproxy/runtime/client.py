@@ -14,6 +14,7 @@ from typing import Final, cast
 from kproxy.protocol.hostport import format_host_port
 from kproxy.runtime.proxy_header import take_header, truncated
 from kproxy.runtime.quorum import is_controller_listener
+from kproxy.runtime.quotas import throttle
 from kproxy.runtime.readgate import paused, resumed
 from kproxy.runtime.services import ConnectionServices
 from kproxy.runtime.tls import TlsServerLayer
@@ -53,6 +54,7 @@ class ClientConnection:
         "session",
         "tls",
         "transport",
+        "unthrottle",
         "upstream",
     )
     # The flags first: mypyc lays attributes out in the order they are declared, and
@@ -81,6 +83,7 @@ class ClientConnection:
                 services.api_policy,
                 quorum,
                 services.awaiting_success,
+                quotas=services.quotas,
             )
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
@@ -102,6 +105,8 @@ class ClientConnection:
         # Requests read before the broker is there; None once it is (an idle connection
         # holds no empty list).
         self._pending: list[bytes | memoryview] | None = None
+        # Reads the client again once a quota's throttle is over (kproxy.runtime.quotas).
+        self.unthrottle: asyncio.TimerHandle | None = None
         # A PROXY protocol header's bytes so far (`listeners.proxy_protocol`); None once
         # it was taken, or when none is read.
         self.preamble: bytes | None = (
@@ -115,6 +120,7 @@ class ClientConnection:
         self.transport = transport
         limit_write_buffer(transport, self.services.write_buffer_high)
         self.address = transport.get_extra_info("peername") or None
+        self.session.client_host = None if self.address is None else str(self.address[0])
         self.services.registry.opened(self)
 
     @property
@@ -140,6 +146,8 @@ class ClientConnection:
             settings = self.services.proxy_protocol
             assert settings is not None
             data = take_header(self, settings, data)
+            if self.preamble is None:  # the header's address, from now on (quotas)
+                self.session.client_host = self.peer_ip
             if not data:
                 return
         if self.tls is not None:
@@ -149,20 +157,29 @@ class ClientConnection:
         now = self.last_active = _now()
         svc = self.services
         step = self.session.from_client(data, now)
-        if step.to_client:
-            self._write_client(step.to_client)
-        svc.observer.requests_forwarded(step.requests)
-        if step.refused:
-            svc.refused(self, step.refused)
+        if step.answers:
+            self._write_client(step.answers)
+        svc.count_requests(step.requests)
+        if step.refused_keys:
+            svc.refused(self, step.refused_keys)
         if step.close is not None:
             svc.failed(self, step.close)
             return
         if step.held:
             svc.requests_held(self, step.held)
-        if step.to_upstream:
-            self._to_upstream(step.to_upstream)
+        out = step.to_upstream
+        if out:
+            upstream = self.upstream
+            if len(out) == 1 and upstream is not None and upstream.transport is not None:
+                upstream.transport.write(out[0])  # mostly a read forwarded as it came
+            else:
+                self._to_upstream(out)
         if step.pause_reading:
             self._pause("in_flight")
+        if step.throttle_ms:  # over a quota (KIP-219): not read for that long
+            self.unthrottle = throttle(
+                self._pause, self._resume, self.unthrottle, step.throttle_ms / 1000
+            )
         if self.draining and not self.session.streaming_request:
             self._pause("draining")
 
@@ -266,9 +283,9 @@ class ClientConnection:
         now = self.last_active = _now()
         session = self.session
         step = session.from_upstream(data, now)
-        while step.nodes_needing_listeners:
+        while step.needs_listeners:
             svc.learned(step)
-            svc.listeners.open_nodes(step.nodes_needing_listeners)
+            svc.listeners.open_nodes(step.needs_listeners)
             step = session.listeners_opened(now, step)
         more = step.more
         if more is not None:
@@ -276,16 +293,27 @@ class ClientConnection:
         if step.close is not None:
             svc.failed(self, step.close)
             return
-        if not step.responses and not step.to_client:
+        out = step.to_client
+        if not out and not step.responses:
             return  # part of a response, kept
-        self._write_client(step.to_client)
-        if more is not None and more.to_upstream:  # requests released by these responses
-            self._to_upstream(more.to_upstream)
-        svc.observe_responses(step, self.node_id, _now())
+        if len(out) == 1 and self.tls is None:
+            transport.write(out[0])  # mostly a read sent on as it came
+        else:
+            self._write_client(out)
+        if more is None and svc.relayed:  # nothing walked or released: its responses alone
+            svc.observer.responses_forwarded(step.responses, _now())
+        else:
+            if more is not None and more.to_upstream:  # requests released by these responses
+                self._to_upstream(more.to_upstream)
+            svc.observe_responses(step, self.node_id, _now())
         if more is not None and more.refused:
             svc.refused(self, more.refused)
         if step.resume_reading:
             self._resume("in_flight")
+        if step.throttle_ms:  # a Fetch response over its quota (KIP-219)
+            self.unthrottle = throttle(
+                self._pause, self._resume, self.unthrottle, step.throttle_ms / 1000
+            )
         if self.draining and not session.answering and not session.streaming_request:
             self.close(self._drain_cause)
 
@@ -323,6 +351,8 @@ class ClientConnection:
         self.closed = True
         if self._dial_task is not None and not self._dial_task.done():
             self._dial_task.cancel()
+        if self.unthrottle is not None:
+            self.unthrottle.cancel()
         if self.transport is not None:
             if self.tls is not None:
                 self.transport.write(self.tls.close())

@@ -6,10 +6,11 @@ Every method is called after the bytes it describes were handed to the transport
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.session.steps import ResponseSeen
+from kproxy.session.inflight import ResponseSeen
+from kproxy.session.quota import QuotaBook
 
 
 class ProxyObserver:
@@ -30,6 +31,9 @@ class ProxyObserver:
 
     def connection_closed(self, listener: str, cause: str) -> None:
         pass
+
+    def quotas_configured(self, book: QuotaBook) -> None:
+        """The client quotas every connection charges (read at each scrape)."""
 
     def connection_refused(self, listener: str, reason: str) -> None:
         """A connection accepted and closed at once (a limit, shutdown)."""
@@ -67,6 +71,11 @@ class ProxyObserver:
 
     def frame(self, api_key: int, direction: str, size: int) -> None:
         pass
+
+    def requests_counter(self) -> Callable[[list[tuple[int, int]]], None]:
+        """What counts a read's requests, as `requests_forwarded` (taken once: a subclass
+        may hand its counter itself, a call less on every read)."""
+        return self.requests_forwarded
 
     def requests_forwarded(self, requests: list[tuple[int, int]]) -> None:
         """Requests, as (api key, frame size), handed to the broker's transport."""

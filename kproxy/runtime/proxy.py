@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import time
 from typing import TYPE_CHECKING, Any
 
 from kproxy.protocol.hostport import format_host_port
@@ -21,6 +22,8 @@ from kproxy.runtime.listeners import BOOTSTRAP, ListenerSet
 from kproxy.runtime.mapping import AddressMap
 from kproxy.runtime.observer import ProxyObserver
 from kproxy.runtime.quorum import QuorumMap, controller_listener_name
+from kproxy.runtime.quotas import configure as configure_quotas
+from kproxy.runtime.quotas import quota_book
 from kproxy.runtime.ratelog import RateLimitedLog
 from kproxy.runtime.registry import ConnectionRegistry
 from kproxy.runtime.services import ConnectionServices
@@ -96,6 +99,8 @@ class Proxy:
             settings.cluster.sasl,
         )
         self.registry = ConnectionRegistry(self.observer, limits)
+        self.quotas = quota_book(settings.quotas)
+        self.observer.quotas_configured(self.quotas)
         self.services = ConnectionServices(
             self.addresses,
             self.listeners,
@@ -114,6 +119,7 @@ class Proxy:
             lst.proxy_protocol
             if lst.proxy_protocol is not None and lst.proxy_protocol.mode != "off"
             else None,
+            self.quotas,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._accept_errors = RateLimitedLog(log)
@@ -186,6 +192,7 @@ class Proxy:
         discovery.max_frame_bytes = limits.max_frame_bytes
         self.reports.max_node_id = lst.max_node_id
         self.registry.set_limits(limits)
+        configure_quotas(self.quotas, settings.quotas)
 
     def reload_certificates(self, trigger: str) -> bool:
         """SIGHUP: load the listeners' TLS files again (True when there are none)."""
@@ -299,6 +306,8 @@ class Proxy:
                 }
             )
         view = {"cluster_reached": self.discovery.reached, "bootstrap": bootstrap, "nodes": nodes}
+        if self.quotas.active:  # the clients a quota throttles now (quotas)
+            view["throttled"] = self.quotas.throttled(time.perf_counter())  # as sessions
         if self.quorum is not None:
             view["quorum"] = self._quorum_view(self.quorum)
         return view

@@ -19,6 +19,7 @@ from kproxy.runtime.tls import failure_reason as tls_failure_reason
 from kproxy.runtime.tls import failure_text as tls_failure_text
 from kproxy.session import ResponseSeen, SessionClose, SessionLimits, UpstreamStep
 from kproxy.session.policy import ApiPolicy
+from kproxy.session.quota import QuotaBook
 from kproxy.session.steps import UpstreamFacts
 
 log = logging.getLogger("kproxy.connection")
@@ -44,16 +45,19 @@ class ConnectionServices:
         upstream_tls: ssl.SSLContext | None = None,
         quorum: QuorumMap | None = None,
         proxy_protocol: ProxyProtocolSettings | None = None,
+        quotas: QuotaBook | None = None,
     ) -> None:
         self.addresses = addresses
         self.listeners = listeners
         self.discovery = discovery
         # Whether a response has been relayed: one native flag read per response, where
         # `discovery.reached` is an attribute of a Python object (mark_reached is idempotent).
-        self._relayed = False
+        self.relayed = False
         self.reports = reports
         self.registry = registry
         self.observer = observer
+        # What a read's requests are counted with (`ProxyObserver.requests_counter`).
+        self.count_requests = observer.requests_counter()
         # The observer's live view, shared by every connection's session.
         self.awaiting_success = observer.clients_awaiting_success()
         self.limits = limits
@@ -66,6 +70,7 @@ class ConnectionServices:
         self.quorum = quorum  # quorum.controllers, when kproxy carries a KRaft quorum
         # listeners.proxy_protocol, when a header is read (mode optional or required)
         self.proxy_protocol = proxy_protocol
+        self.quotas = quotas  # client quotas (`quotas`), one book shared by every connection
         # Controller ports serve the whole controller plane and refuse nothing: the
         # controller behind each answers as it would on its own listener.
         self.controller_policy = ApiPolicy("controller")
@@ -138,13 +143,13 @@ class ConnectionServices:
         conn.close("tls_handshake_failed")
 
     def _relay_began(self) -> None:
-        self._relayed = True
+        self.relayed = True
         self.discovery.mark_reached()
 
     def observe_responses(self, step: UpstreamStep, node_id: int | None, done: float) -> None:
         """Hand what a step forwarded to the observer: after the write, never before
         (requests that waited for a slot and went out with it included)."""
-        if not self._relayed:
+        if not self.relayed:
             self._relay_began()
         self.observer.responses_forwarded(step.responses, done)
         if step.more is not None:  # none for most reads: nothing walked, nothing released

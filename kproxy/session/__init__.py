@@ -6,10 +6,11 @@ correlation table and every admission and rewrite rule; the asyncio runtime
 step's facts to its observer.
 """
 
+from kproxy.session.inflight import ResponseSeen
 from kproxy.session.mapping import AddressMapping
 from kproxy.session.records import NodeLearned, SessionClose, SessionLimits
 from kproxy.session.session import ProxySession
-from kproxy.session.steps import ClientStep, ResponseSeen, UpstreamStep
+from kproxy.session.steps import ClientStep, UpstreamStep
 
 __all__ = [
     "AddressMapping",

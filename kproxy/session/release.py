@@ -12,20 +12,21 @@ from functools import partial
 from typing import Final
 
 from kproxy.protocol.api_versions import clamp_api_versions
-from kproxy.protocol.apis import API_VERSIONS
+from kproxy.protocol.apis import API_VERSIONS, FETCH
 from kproxy.protocol.config_addresses import names_an_address
+from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.rewriter import redact_configs, rewrite
+from kproxy.protocol.throttle import with_throttle
 from kproxy.protocol.walker import Endpoint, WalkResult
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, told_address
 from kproxy.session.records import Held
-from kproxy.session.steps import ResponseSeen, UpstreamStep
+from kproxy.session.steps import UpstreamStep
 from kproxy.session.streaming import StreamedResponse
 
 Advertised = Callable[[int], "tuple[int, int] | None"]
 _pack_size: Final = INT32.pack
-_NO_NODES: Final[frozenset[int]] = frozenset()
 
 
 def release_whole(
@@ -34,6 +35,8 @@ def release_whole(
     """Append a whole response, rewritten for the client, to `step`."""
     req, frame, walked, upstream_seconds, whole = held
     key = req.api_key
+    if req.quota is not None:
+        frame, whole = throttled(frame, req, upstream_seconds, step), None
     if walked is not None:
         step.facts()  # what the walk found is reported with the step's facts
     if walked is not None and walked.end < len(frame):
@@ -77,25 +80,34 @@ def release_unwalked(
 ) -> None:
     """Append a response kproxy did not walk (nothing in it to rewrite) to `step`: the
     commonest response, released without being held first."""
+    if req.quota is not None:
+        frame, whole = throttled(frame, req, upstream_seconds, step), None
     _append_as_read(step.to_client, frame, whole)
-    step.responses.append(seen_as_read(req, len(frame), upstream_seconds))
+    step.responses.append(req.answered(len(frame), upstream_seconds))
     _answers_after(req, step.to_client)
 
 
-def seen_as_read(req: InFlight, size: int, upstream_seconds: float) -> ResponseSeen:
-    """What an unwalked response sent on as it came reports (either path)."""
-    return ResponseSeen(
-        req.api_key,
-        req.version,
-        req.client_id,
-        size,
-        req.received,
-        upstream_seconds,
-        None,
-        _NO_NODES,
-        0,
-        0,
-    )
+def throttled(
+    frame: memoryview, req: InFlight, upstream_seconds: float, step: UpstreamStep
+) -> memoryview:
+    """The response with the throttle its client's quota gives it (KIP-219): its
+    request's, or its own bytes' for a Fetch response; the step says how long to leave
+    the client unread."""
+    ms = throttle_for(req, 4 + len(frame), req.received + upstream_seconds, step)
+    if not ms:
+        return frame
+    body = parse_response_header(frame, req.header_version)[1]
+    return with_throttle(frame, body, req.api_key, req.version, ms)
+
+
+def throttle_for(req: InFlight, size: int, now: float, step: UpstreamStep) -> int:
+    """The throttle a response of `size` bytes to `req` carries (milliseconds)."""
+    ms = req.throttle_ms
+    quota = req.quota
+    if req.api_key == FETCH and quota is not None:
+        ms = max(ms, quota.fetched(size, now))
+    step.throttle_ms = max(step.throttle_ms, ms)
+    return ms
 
 
 def _append_as_read(out: list[bytes | memoryview], frame: memoryview, whole: bytes | None) -> None:
@@ -154,22 +166,13 @@ def _seen(
     carried: bool,
     rewritten: int,
     removed: int,
-) -> ResponseSeen:
+) -> InFlight:
     leaders = None if walked is None else walked.leaders
-    nodes = _NO_NODES
     if leaders and walked is not None and walked.endpoints and carried:
         # The nodes whose endpoints came with the leadership (KIP-951): a client told of
         # a new leader together with its address needs no metadata refresh.
-        nodes = frozenset(e.node_id for e in walked.endpoints if e.node_id is not None)
-    return ResponseSeen(
-        req.api_key,
-        req.version,
-        req.client_id,
-        size,
-        req.received,
-        upstream_seconds,
-        leaders,
-        nodes,
-        rewritten,
-        removed,
-    )
+        req.endpoint_nodes = frozenset(e.node_id for e in walked.endpoints if e.node_id is not None)
+    req.leaders = leaders
+    req.rewritten = rewritten
+    req.removed = removed
+    return req.answered(size, upstream_seconds)

@@ -21,6 +21,7 @@ from typing import Final
 from kproxy.protocol.apis import (
     API_VERSIONS,
     CLIENT_LISTENER_RESPONSES,
+    FETCH,
     QUORUM_RESPONSES,
     WALKED_RESPONSES,
 )
@@ -29,6 +30,7 @@ from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
+from kproxy.protocol.throttle import CARRIERS, with_throttle
 from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, WalkResult, walk
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from kproxy.session.fast_lane import FAST_LANE, SCANNED_RESPONSES, FastLane, response_is_plain
@@ -37,8 +39,9 @@ from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.order import request_for
 from kproxy.session.policy import ApiPolicy
+from kproxy.session.quota import QuotaBook
 from kproxy.session.records import Frame, Held, SessionClose, SessionLimits, frame_bytes
-from kproxy.session.release import release_tail, release_unwalked, release_whole
+from kproxy.session.release import release_tail, release_unwalked, release_whole, throttle_for
 from kproxy.session.state import STREAM_REQUESTS_AFTER, SessionState
 from kproxy.session.steps import ClientStep, UpstreamStep
 from kproxy.session.streaming import StreamedResponse, streamable
@@ -64,8 +67,11 @@ class ProxySession(SessionState):
         controllers: AddressMapping | None = None,
         awaiting_success: Container[str] | None = None,
         fast_lane: bool = True,
+        quotas: QuotaBook | None = None,
     ) -> None:
-        super().__init__(mapping, limits, refused_apis, policy, controllers, awaiting_success)
+        super().__init__(
+            mapping, limits, refused_apis, policy, controllers, awaiting_success, quotas
+        )
         # Without it (`fast_lane=False`, for tests) every read takes the general path.
         self._lane: FastLane | None = FAST_LANE if fast_lane else None
 
@@ -106,15 +112,45 @@ class ProxySession(SessionState):
         """What bytes read from the client make: what to send each way, what to observe."""
         step = ClientStep()
         lane = self._lane
+        taken = 0
         if lane is not None and not (self._waiting or self._paused_for_inflight):
             taken = lane.requests(self, data, now, step)
-            if taken:
-                if taken == len(data):
-                    return step
-                data = data[taken:]
-        return self._client_general(data, now, step)
+        if taken != len(data):
+            self._client_general(data[taken:] if taken else data, now, step)
+        quotas = self.quotas
+        if quotas is not None and quotas.active and step.requests and step.close is None:
+            self._charge(quotas, step, now)
+        return step
 
-    def _client_general(self, data: bytes, now: float, step: ClientStep) -> ClientStep:
+    def _charge(self, quotas: QuotaBook, step: ClientStep, now: float) -> None:
+        """Charge the requests a read sent to the client's quota (`kproxy.session.quota`):
+        over it, the last of them that can carry a throttle carries it, and the step
+        says how long to stop reading the client."""
+        inflight = self.inflight
+        req: InFlight | None = inflight.peek(inflight.latest_id)
+        client_id = req.client_id if req is not None else self.quota_client_id
+        quota = self.quota
+        if (
+            not self.quota_resolved
+            or client_id != self.quota_client_id
+            or (quota is not None and quota.retired)
+        ):
+            quota = self.quota = quotas.bucket(client_id, self.client_host, now)
+            self.quota_client_id = client_id
+            self.quota_resolved = True  # None too: no entry matches this client
+        if quota is None:
+            return
+        ms = quota.charge(step.requests, now)
+        if ms:
+            step.throttle_ms = ms
+        if req is not None and req.api_key in CARRIERS and req.version >= 1:
+            if ms:
+                req.throttle_ms = max(req.throttle_ms, ms)
+            # A Fetch response is charged, and may be throttled, as it passes.
+            if ms or (req.api_key == FETCH and quota.limits_fetch):
+                req.quota = quota
+
+    def _client_general(self, data: bytes, now: float, step: ClientStep) -> None:
         waited = self._waiting_requests() if self._waiting else 0
         try:
             frames = self.client_reader.feed_through(data)
@@ -127,15 +163,14 @@ class ProxySession(SessionState):
                 self._requests(frames, now, step, whole)
         except ProtocolError as exc:
             step.to_upstream = []
-            step.to_client = []
+            step.answers = None
             step.close = SessionClose("client", exc.reason, str(exc))
-            return step
+            return
         if self._waiting:  # requests that began to wait in this step, each counted once
             step.held = self._waiting_requests() - waited
         if not self._paused_for_inflight and self._must_pause():
             self._paused_for_inflight = True
             step.pause_reading = True
-        return step
 
     def _must_pause(self) -> bool:
         """Requests wait for a slot, or every slot is taken; never inside a request on its
@@ -168,6 +203,7 @@ class ProxySession(SessionState):
         listeners (`nodes_needing_listeners`) is to be ended by `listeners_opened`."""
         step = UpstreamStep()
         lane = self._lane
+        taken = 0
         if lane is not None and not (self._waiting or self._paused_for_inflight):
             stream = self.stream
             if stream is not None:
@@ -176,13 +212,11 @@ class ProxySession(SessionState):
                     return step
             elif not self.held:
                 taken = lane.responses(self, data, now, step)
-                if taken:
-                    if taken == len(data):
-                        return step
-                    data = data[taken:]
-        return self._upstream_general(data, now, step)
+        if taken != len(data):
+            self._upstream_general(data[taken:] if taken else data, now, step)
+        return step
 
-    def _upstream_general(self, data: bytes, now: float, step: UpstreamStep) -> UpstreamStep:
+    def _upstream_general(self, data: bytes, now: float, step: UpstreamStep) -> None:
         needed: set[int] = set()
         try:
             for frame in self.upstream_reader.feed_through(data):
@@ -197,14 +231,13 @@ class ProxySession(SessionState):
                     self._walk_response(frame, now, step, needed)
             if needed:
                 step.nodes_needing_listeners = sorted(needed)
-                return step
+                return
             if self.held:
                 self._release(step, now)
             elif self._waiting or self._paused_for_inflight:
                 self._release_waiting(step, now)
         except ProtocolError as exc:
             self._upstream_failed(step, exc)
-        return step
 
     def listeners_opened(self, now: float, step: UpstreamStep | None = None) -> UpstreamStep:
         """Release the responses held for the listeners the last step asked for
@@ -280,6 +313,10 @@ class ProxySession(SessionState):
         request_for(self.inflight, head)
         held_back = self.upstream_reader.stream_after  # its last bytes wait for its walk
         self.stream = stream = StreamedResponse(req, start, body, now - req.received, held_back)
+        if req.quota is not None:  # a Fetch response over its quota carries the throttle
+            ms = throttle_for(req, 4 + start.size, now, step)
+            if ms and len(head) >= body + 4:
+                head = with_throttle(head, body, FETCH, req.version, ms)
         step.to_client.extend(stream.begin(head))
         return True
 

@@ -13,6 +13,7 @@ from kproxy.protocol.walker import Endpoint
 from kproxy.session.admission import CLIENT_REFUSED_APIS, admission_for
 from kproxy.session.mapping import AddressMapping
 from kproxy.session.policy import ApiPolicy
+from kproxy.session.quota import QuotaBook, QuotaBucket
 from kproxy.session.records import Frame, Held, SessionLimits
 from kproxy.session.streaming import StreamedResponse
 
@@ -30,6 +31,7 @@ class SessionState:
         "_waiting",
         "admission",
         "awaiting_success",
+        "client_host",
         "client_reader",
         "controllers",
         "held",
@@ -40,6 +42,10 @@ class SessionState:
         "mapping",
         "max_in_flight",
         "policy",
+        "quota",
+        "quota_client_id",
+        "quota_resolved",
+        "quotas",
         "stream",
         "upstream_reader",
     )
@@ -52,6 +58,7 @@ class SessionState:
         policy: ApiPolicy | None = None,
         controllers: AddressMapping | None = None,
         awaiting_success: Container[str] | None = None,
+        quotas: QuotaBook | None = None,
     ) -> None:
         self.mapping = mapping
         # Where the controllers of a KRaft quorum carried by kproxy are told to be: the
@@ -78,6 +85,14 @@ class SessionState:
         # The client id the lane last decoded, as it came and as decoded.
         self.lane_client_id_raw = b""
         self.lane_client_id: str | None = ""
+        # Client quotas (`kproxy.session.quota`), when any is configured: the client's
+        # address (the runtime's: the PROXY protocol's when one came) and the rates it is
+        # charged to, found at its first request and again when its client id changes.
+        self.quotas = quotas
+        self.client_host: str | None = None
+        self.quota: QuotaBucket | None = None
+        self.quota_client_id: str | None = None
+        self.quota_resolved = False
 
     def cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         """Where a request's endpoint is in the cluster (the client named kproxy's)."""

@@ -6,72 +6,50 @@ read); the tuples they carry (`SessionClose`, `NodeLearned`) are in
 
 from __future__ import annotations
 
-from kproxy.protocol.walker import LeaderObservation
+from kproxy.session.inflight import ResponseSeen
 from kproxy.session.records import NodeLearned, SessionClose
-
-
-class ResponseSeen:
-    """One response forwarded to the client, for the observer (after the write)."""
-
-    __slots__ = (
-        "api_key",
-        "client_id",
-        "endpoint_nodes",
-        "leaders",
-        "received",
-        "removed",
-        "rewritten",
-        "size",
-        "upstream_seconds",
-        "version",
-    )
-
-    def __init__(
-        self,
-        api_key: int,
-        version: int,
-        client_id: str | None,
-        size: int,
-        received: float,
-        upstream_seconds: float,
-        leaders: list[LeaderObservation] | None,
-        endpoint_nodes: frozenset[int],
-        rewritten: int,
-        removed: int,
-    ) -> None:
-        self.api_key = api_key
-        self.version = version
-        self.client_id = client_id
-        self.size = size  # bytes sent to the client (after any rewrite)
-        self.received = received  # when its request arrived from the client
-        self.upstream_seconds = upstream_seconds  # request sent -> response back
-        self.leaders = leaders  # partition leadership the response carried, if walked
-        self.endpoint_nodes = endpoint_nodes  # node ids of the endpoints it carried
-        self.rewritten = rewritten
-        self.removed = removed
 
 
 class ClientStep:
     """The result of bytes from the client."""
 
     __slots__ = (
+        "answers",
         "close",
         "held",
         "pause_reading",
-        "refused",
+        "refused_keys",
         "requests",
-        "to_client",
+        "throttle_ms",
         "to_upstream",
     )
 
     def __init__(self) -> None:
         self.to_upstream: list[bytes | memoryview] = []
-        self.to_client: list[bytes | memoryview] = []  # kproxy's own answers (KIP-511)
         self.requests: list[tuple[int, int]] = []  # (api key, frame size) admitted
         self.pause_reading = False  # too many requests in flight: stop reading the client
         self.held = 0  # requests that wait for an in-flight slot
-        self.refused: list[int] = []  # api keys answered with the listener's refusal
         self.close: SessionClose | None = None
+        # Over a quota: stop reading the client for this long (kproxy.session.quota).
+        self.throttle_ms = 0
+        # kproxy's own answers (KIP-511, refusals) and the api keys refused (`to_client`,
+        # `refused`); None, no list made, for the many reads that have none.
+        self.answers: list[bytes | memoryview] | None = None
+        self.refused_keys: list[int] | None = None
+
+    @property
+    def to_client(self) -> list[bytes | memoryview]:
+        """kproxy's own answers to the client (KIP-511's, the policy's refusals)."""
+        if self.answers is None:
+            self.answers = []
+        return self.answers
+
+    @property
+    def refused(self) -> list[int]:
+        """The api keys answered with the listener's refusal."""
+        if self.refused_keys is None:
+            self.refused_keys = []
+        return self.refused_keys
 
 
 class UpstreamFacts:
@@ -109,7 +87,15 @@ class UpstreamFacts:
 class UpstreamStep:
     """The result of bytes from the broker (or of the listeners a step asked for)."""
 
-    __slots__ = ("_nodes", "close", "more", "responses", "resume_reading", "to_client")
+    __slots__ = (
+        "close",
+        "more",
+        "needs_listeners",
+        "responses",
+        "resume_reading",
+        "throttle_ms",
+        "to_client",
+    )
 
     def __init__(self) -> None:
         self.to_client: list[bytes | memoryview] = []
@@ -118,7 +104,10 @@ class UpstreamStep:
         self.close: SessionClose | None = None
         # Walk facts and released requests (`facts`); None: the read had none.
         self.more: UpstreamFacts | None = None
-        self._nodes: list[int] | None = None
+        # A Fetch response over its client's quota: stop reading the client this long.
+        self.throttle_ms = 0
+        # Listeners to open first (`nodes_needing_listeners`); None: none.
+        self.needs_listeners: list[int] | None = None
 
     def facts(self) -> UpstreamFacts:
         """This step's facts, made at the first one."""
@@ -131,11 +120,11 @@ class UpstreamStep:
     def nodes_needing_listeners(self) -> list[int]:
         """Listeners to open before anything more is sent; then call
         `ProxySession.listeners_opened` for the responses held back for them."""
-        return self._nodes or []
+        return self.needs_listeners or []
 
     @nodes_needing_listeners.setter
     def nodes_needing_listeners(self, nodes: list[int]) -> None:
-        self._nodes = nodes or None
+        self.needs_listeners = nodes or None
 
     # The facts by name, for whoever reads or fills one of them.
     @property

@@ -21,7 +21,7 @@ from kproxy.config.settings import ClusterSettings, EventSettings, MetricsSettin
 from kproxy.observe.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES
 from kproxy.observe.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.session.steps import ResponseSeen
+from kproxy.session.inflight import ResponseSeen, response_seen
 from tests.event_files import REPO, TS_RE, read_lines
 
 
@@ -42,7 +42,7 @@ def obs(
 def seen_response(
     api_key: int, version: int, client_id: str, received: float, upstream: float
 ) -> ResponseSeen:
-    return ResponseSeen(
+    return response_seen(
         api_key, version, client_id, 100, received, upstream, None, frozenset(), 0, 0
     )
 

@@ -19,7 +19,7 @@ from kproxy.observe.metric_specs import (
 )
 from kproxy.observe.metrics import KproxyMetrics
 from kproxy.protocol.apis import api_name
-from kproxy.session.steps import ResponseSeen
+from kproxy.session.inflight import response_seen
 
 FRAME = st.tuples(
     st.just("frame"),
@@ -135,7 +135,7 @@ def test_what_one_read_forwarded_counts_as_its_frames_did_one_by_one(
         hot.requests(requests)
         calls += [("frame", key, "request", size) for key, size in requests]
         seen = [
-            ResponseSeen(key, 0, None, size, done - total, upstream, None, frozenset(), 0, 0)
+            response_seen(key, 0, None, size, done - total, upstream, None, frozenset(), 0, 0)
             for key, size, total, upstream in responses
         ]
         hot.responses(seen, done)

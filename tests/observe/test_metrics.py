@@ -17,6 +17,7 @@ from kproxy.observe.metrics import (
     MetricSpec,
     series_names,
 )
+from kproxy.session.quota import QuotaBook, QuotaRule
 
 NAME_RE = re.compile(r"^kproxy_[a-z][a-z0-9_]*[a-z0-9]$")
 # Unbounded: never a label (a topic only behind metrics.topic_labels).
@@ -53,6 +54,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.config_values_redacted.labels("DescribeConfigs").inc(2)
     m.responses_trimmed.labels("Metadata").inc()
     m.hot.response_streamed(1, "padded")
+    m.quotas.book = QuotaBook([QuotaRule("default", None, None, (1e6, 2e6, 100.0))], 1.0, 11)
     m.upstream_connect_failures.labels("refused").inc()
     m.tls_handshake_failures.labels("client", "not_tls").inc()
     m.tls_reloads.labels("success").inc()

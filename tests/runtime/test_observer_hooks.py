@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kproxy.runtime.observer import ProxyObserver
-from kproxy.session.steps import ResponseSeen
+from kproxy.session.inflight import response_seen
 
 # Compiled, ProxyObserver takes no subclass defined in Python (mypyc's native classes do
 # not): kproxy's one subclass, `Observability`, is compiled with it.
@@ -35,7 +35,7 @@ def test_what_a_step_forwarded_reaches_frame_and_response_by_default() -> None:
     session took it: a step's lists (`requests_forwarded`, `responses_forwarded`)."""
     observer = _Frames()
     observer.requests_forwarded([(0, 120), (12, 40)])
-    seen = ResponseSeen(0, 11, "app", 64, 1.0, 0.25, None, frozenset(), 0, 0)
+    seen = response_seen(0, 11, "app", 64, 1.0, 0.25, None, frozenset(), 0, 0)
     observer.responses_forwarded([seen], 1.5)
     assert observer.calls == [
         ("frame", 0, "request", 120),
