@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench.ab_tables import paired_lines, stability_lines, summary_lines
 from bench.builds import checkout, compile_in_place
@@ -53,11 +53,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(kproxy-compiled-asyncio with --standard-loop)",
     )
     p.add_argument(
+        "--quota",
+        action="store_true",
+        help="give this tree's kproxy a quota on every client that none reaches (with "
+        "--baseline HEAD: what quotas cost)",
+    )
+    p.add_argument(
         "--compile-baseline",
         action="store_true",
         help="build the baseline checkout with mypyc (KPROXY_COMPILE=1, setup.py): "
         "kproxy-base is then the compiled build of --baseline",
     )
+
+
+# A quota on every client that none reaches (bench ab --quota): what quotas cost a
+# request when they never throttle.
+UNREACHED_QUOTA: Final = {
+    "quotas": {
+        "entries": [
+            {
+                "produce_bytes_per_second": 1e12,
+                "fetch_bytes_per_second": 1e12,
+                "requests_per_second": 1e9,
+            }
+        ]
+    }
+}
 
 
 def compiled_path(loop: str) -> str:
@@ -111,6 +132,7 @@ def main_ab(args: argparse.Namespace) -> int:
             out_png=None,
             baseline_source=baseline,
             baseline_loop=loop,
+            kproxy_config=UNREACHED_QUOTA if args.quota else {},
         )
         if args.paired:
             from bench.paired import PairedHarness

@@ -144,6 +144,7 @@ class Harness:
             up = MockUpstream(wd)
         up.baseline_source = self.opts.baseline_source
         up.baseline_loop = self.opts.baseline_loop
+        up.kproxy_config = self.opts.kproxy_config
         up.compiled_source = self.compiled_source
         return up
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.peers import BENCH
 from bench.upstreams import DEFAULT_PATHS
@@ -24,6 +25,9 @@ class Options:
     paths: list[str] = field(default_factory=lambda: list(DEFAULT_PATHS))
     baseline_source: Path | None = None  # bench ab --baseline: that revision's checkout
     baseline_loop: str = "uvloop"  # the loop kproxy-base runs on (bench ab --standard-loop)
+    # Sections added to the configuration of this tree's kproxy paths, not the
+    # baseline's (bench ab --quota: a quota no client reaches).
+    kproxy_config: dict[str, Any] = field(default_factory=dict)
     scale: float = 1.0
     out_json: Path = BENCH / "results.json"
     out_md: Path | None = BENCH / "RESULTS.md"

@@ -129,6 +129,8 @@ class Upstream:
         self.baseline_source: Path | None = None
         #: The loop the kproxy-base path runs on ("uvloop" or "asyncio").
         self.baseline_loop = "uvloop"
+        #: Sections added to this checkout's kproxy configurations (Options.kproxy_config).
+        self.kproxy_config: dict[str, Any] = {}
         #: This checkout's mypyc build (bench.builds.compiled_copy), for the compiled paths.
         self.compiled_source: Path | None = None
         #: Proxy paths given a broker of their own (set before start(); Tansu only):
@@ -220,8 +222,11 @@ class Upstream:
                 if self.compiled_source is None:
                     raise Unavailable("the mypyc build was not made (a C compiler and mypy)")
                 loop = COMPILED_PATHS[path]
-                return KproxyPeer(path, loop, servers, wd, source=self.compiled_source).start()
-            return KproxyPeer(path, path.split("-", 1)[1], servers, wd).start()
+                peer = KproxyPeer(path, loop, servers, wd, source=self.compiled_source)
+            else:
+                peer = KproxyPeer(path, path.split("-", 1)[1], servers, wd)
+            peer.config.update(self.kproxy_config)
+            return peer.start()
         if path == "kroxylicious":
             return KroxyliciousPeer(path, target, self.node_ids, wd).start()
         raise ValueError(f"no proxy for path {path!r}")
