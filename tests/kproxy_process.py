@@ -50,6 +50,7 @@ class KproxyProcess:
         for name, values in sections.items():
             config.setdefault(name, {}).update(values)
         self.config = config
+        self.bootstrap_port = config["listeners"]["bootstrap_port"]  # a test's own, if given
         self.config_path = tmp / "kproxy.yaml"
         self.log_path = tmp / "kproxy.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -85,7 +86,7 @@ class KproxyProcess:
     def _ready(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
             raise RuntimeError(f"kproxy exited with {self.proc.returncode}:\n{self.log()}")
-        return port_open(LOOPBACK, self.bootstrap_port)
+        return port_open(self.config["listeners"]["bind_host"], self.bootstrap_port)
 
     @property
     def pid(self) -> int:

@@ -55,21 +55,33 @@ class QuotaRule:
 class SampledRate:
     """Kafka's `Rate` over a `SampledStat`: a ring of windows, each with its total."""
 
-    __slots__ = ("_epochs", "_values", "samples", "window")
+    __slots__ = ("_epochs", "_min_span", "_values", "ring_total", "samples", "window")
 
     def __init__(self, window: float, samples: int) -> None:
         self.window = window
         self.samples = samples
         self._epochs = [-samples] * samples  # which window each slot holds
         self._values = [0.0] * samples
+        # Every slot's total, expired windows included: an upper bound of what `measure`
+        # counts, kept as values come, so that a client far below its quota costs no
+        # walk over the windows (`below`).
+        self.ring_total = 0.0
+        self._min_span = (samples - 1) * window
 
     def record(self, value: float, now: float) -> None:
         epoch = int(now // self.window)
         slot = epoch % self.samples
         if self._epochs[slot] != epoch:
             self._epochs[slot] = epoch
+            self.ring_total -= self._values[slot]
             self._values[slot] = 0.0
         self._values[slot] += value
+        self.ring_total += value
+
+    def below(self, limit: float) -> bool:
+        """Whether the rate is surely at most `limit`, without measuring it: the ring's
+        total over the shortest span a measure divides by."""
+        return self.ring_total <= limit * self._min_span
 
     def measure(self, now: float) -> tuple[float, float]:
         """(rate per second, the span it was measured over)."""
@@ -138,6 +150,8 @@ class QuotaBucket:
         return self._throttle(1, fetch, limit, now)
 
     def _throttle(self, kind: int, rate: SampledRate, limit: float, now: float) -> int:
+        if rate.below(limit):
+            return 0
         observed, span = rate.measure(now)
         if observed <= limit:
             return 0

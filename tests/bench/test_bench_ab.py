@@ -136,10 +136,13 @@ def test_the_tree_and_the_baseline_run_on_the_loop_asked_for(
     assert paths == ["direct", "haproxy", tree, compiled, "kproxy-base"]
 
     started: list[tuple[str, str]] = []
+    configs: dict[str, dict[str, object]] = {}
 
     class StartedPeer:
         def __init__(self, name: str, loop: str, *_: object, **__: object) -> None:
             started.append((name, loop))
+            self.config: dict[str, object] = {}
+            configs[name] = self.config
 
         def start(self) -> StartedPeer:
             return self
@@ -149,10 +152,13 @@ def test_the_tree_and_the_baseline_run_on_the_loop_asked_for(
     upstream.baseline_source = tmp_path  # what the harness sets from Options
     upstream.compiled_source = tmp_path
     upstream.baseline_loop = asked
+    upstream.kproxy_config = {"quotas": {"entries": []}}  # bench ab --quota's kind
     for path in paths[2:]:
         upstream.start_proxy(path)
     # Every kproxy of the run on the same loop, the compiled build's too.
     assert started == [(tree, loop), (compiled, loop), ("kproxy-base", loop)]
+    # The tree's builds take the added sections; the baseline runs as it was.
+    assert [name for name, config in configs.items() if "quotas" in config] == [tree, compiled]
 
 
 def test_the_code_the_targets_were_set_on_runs_as_a_baseline_on_uvloop_only(

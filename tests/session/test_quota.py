@@ -4,6 +4,8 @@ sampled rate, KIP-13's throttle, the most specific entry winning, per-client rat
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kproxy.protocol.apis import FETCH, PRODUCE
 from kproxy.session.quota import QuotaBook, QuotaRule, SampledRate
@@ -122,3 +124,20 @@ def test_rates_idle_for_a_span_are_let_go() -> None:
         book.bucket(f"client-{i}", None, 0.0)
     book.bucket("late", None, 100.0)  # the 1,024th new rate sweeps the idle ones
     assert len(book._buckets) <= 2
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 5_000), st.floats(0, 0.7)), max_size=60),
+    st.floats(1, 3_000),
+)
+def test_below_never_says_so_of_a_rate_over_the_limit(
+    records: list[tuple[float, float]], limit: float
+) -> None:
+    """The shortcut that spares a client far below its quota the measure."""
+    rate = SampledRate(0.5, 5)
+    now = 100.0
+    for value, gap in records:
+        now += gap
+        rate.record(value, now)
+        if rate.below(limit):
+            assert rate.measure(now)[0] <= limit * (1 + 1e-9)
