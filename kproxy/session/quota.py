@@ -98,13 +98,18 @@ class SampledRate:
 class QuotaBucket:
     """The rates of one client (or of every client sharing an entry) under one entry."""
 
-    __slots__ = ("last_used", "rates", "retired", "rule", "stats", "throttled_until")
+    __slots__ = ("budgets", "last_used", "rates", "retired", "rule", "stats", "throttled_until")
 
     def __init__(self, rule: QuotaRule, stats: QuotaStats, window: float, samples: int) -> None:
         self.rule = rule
         self.stats = stats
         self.rates = [
             None if limit is None else SampledRate(window, samples) for limit in rule.limits
+        ]
+        # What a rate's windows may hold at most before it can be over its limit
+        # (`SampledRate.below`, read inline: every request of a client under a quota).
+        self.budgets = [
+            0.0 if limit is None else limit * (samples - 1) * window for limit in rule.limits
         ]
         self.last_used = 0.0
         self.throttled_until = 0.0
@@ -127,11 +132,11 @@ class QuotaBucket:
         if count is not None:
             count.record(n, now)
         ms = 0
-        produce_limit, _, count_limit = self.rule.limits
-        if produce is not None and produce_limit is not None:
-            ms = max(ms, self._throttle(0, produce, produce_limit, now))
-        if count is not None and count_limit is not None:
-            ms = max(ms, self._throttle(2, count, count_limit, now))
+        produce_budget, _, count_budget = self.budgets
+        if produce is not None and produce.ring_total > produce_budget:
+            ms = self._throttle(0, produce, now)
+        if count is not None and count.ring_total > count_budget:
+            ms = max(ms, self._throttle(2, count, now))
         return ms
 
     @property
@@ -143,15 +148,15 @@ class QuotaBucket:
         earns in milliseconds, to be carried by that very response (KIP-219)."""
         self.last_used = now
         self.stats.bytes[1] += size
-        fetch, limit = self.rates[1], self.rule.limits[1]
-        if fetch is None or limit is None:
+        fetch = self.rates[1]
+        if fetch is None:
             return 0
         fetch.record(size, now)
-        return self._throttle(1, fetch, limit, now)
+        return 0 if fetch.ring_total <= self.budgets[1] else self._throttle(1, fetch, now)
 
-    def _throttle(self, kind: int, rate: SampledRate, limit: float, now: float) -> int:
-        if rate.below(limit):
-            return 0
+    def _throttle(self, kind: int, rate: SampledRate, now: float) -> int:
+        limit = self.rule.limits[kind]
+        assert limit is not None
         observed, span = rate.measure(now)
         if observed <= limit:
             return 0

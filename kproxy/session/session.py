@@ -108,9 +108,22 @@ class ProxySession(SessionState):
         return self.client_reader.buffered
 
     # -- client -> upstream ------------------------------------------------------------------
-    def from_client(self, data: bytes, now: float) -> ClientStep:
-        """What bytes read from the client make: what to send each way, what to observe."""
-        step = ClientStep()
+    def from_client(self, data: bytes, now: float, into: ClientStep | None = None) -> ClientStep:
+        """What bytes read from the client make: what to send each way, what to observe.
+        `into`: a step to fill, emptied first (the runtime reuses one: a read's step is
+        done with before the next read); a new one when None."""
+        if into is None:
+            step = ClientStep()
+        else:  # ClientStep.__init__, inline: a call less on every read
+            step = into
+            step.to_upstream = []
+            step.requests = []
+            step.pause_reading = False
+            step.held = 0
+            step.close = None
+            step.throttle_ms = 0
+            step.answers = None
+            step.refused_keys = None
         lane = self._lane
         taken = 0
         if lane is not None and not (self._waiting or self._paused_for_inflight):
@@ -123,9 +136,8 @@ class ProxySession(SessionState):
         return step
 
     def _charge(self, quotas: QuotaBook, step: ClientStep, now: float) -> None:
-        """Charge the requests a read sent to the client's quota (`kproxy.session.quota`):
-        over it, the last of them that can carry a throttle carries it, and the step
-        says how long to stop reading the client."""
+        """Charge a read's requests to the client's quota (`kproxy.session.quota`): over
+        it, the last that can carry a throttle carries it, and the step says so."""
         inflight = self.inflight
         req: InFlight | None = inflight.peek(inflight.latest_id)
         client_id = req.client_id if req is not None else self.quota_client_id
@@ -198,10 +210,22 @@ class ProxySession(SessionState):
             self._waiting = waiting
 
     # -- upstream -> client ------------------------------------------------------------------
-    def from_upstream(self, data: bytes, now: float) -> UpstreamStep:
-        """What bytes read from the broker make. A step that names nodes needing
-        listeners (`nodes_needing_listeners`) is to be ended by `listeners_opened`."""
-        step = UpstreamStep()
+    def from_upstream(
+        self, data: bytes, now: float, into: UpstreamStep | None = None
+    ) -> UpstreamStep:
+        """What bytes read from the broker make (`into`: as for `from_client`); a step that
+        needs listeners (`nodes_needing_listeners`) is ended by `listeners_opened`."""
+        if into is None:
+            step = UpstreamStep()
+        else:  # UpstreamStep.__init__, inline
+            step = into
+            step.to_client = []
+            step.responses = []
+            step.resume_reading = False
+            step.close = None
+            step.more = None
+            step.throttle_ms = 0
+            step.needs_listeners = None
         lane = self._lane
         taken = 0
         if lane is not None and not (self._waiting or self._paused_for_inflight):

@@ -186,6 +186,9 @@ class Driven:
             EVERY_CLIENT if awaits else frozenset(),
             fast_lane=lane,
         )
+        # With its lane, it is driven as the runtime drives it: each read made into the
+        # same two steps (`into`); without, into a new one each time.
+        self.into = (ClientStep(), UpstreamStep()) if lane else None
         self.counts = CountingLane(taken) if lane and not LANE_COMPILED else None
         if self.counts is not None:
             self.session._lane = self.counts
@@ -200,7 +203,7 @@ class Driven:
     def client(self, data: bytes, now: float) -> tuple[Any, ...]:
         if self.counts is not None:
             self.counts.leading = 0
-        step = self.session.from_client(data, now)
+        step = self.session.from_client(data, now, None if self.into is None else self.into[0])
         self.closed = step.close is not None
         return (
             "client",
@@ -217,7 +220,7 @@ class Driven:
         s = self.session
         if self.counts is not None:
             self.counts.leading = 0
-        step = s.from_upstream(data, now)
+        step = s.from_upstream(data, now, None if self.into is None else self.into[1])
         while step.nodes_needing_listeners:
             step = s.listeners_opened(now, step)
         self.closed = step.close is not None
