@@ -129,44 +129,52 @@ EVERY_CLIENT = _EveryClient()
 LANE_COMPILED = not (fast_lane.__file__ or "").endswith(".py")
 
 
-class CountingLane(FastLane):
-    """The fast lane, counting what it takes for one session (the tests' instrument)."""
+def counting_lane(taken: int) -> Any:
+    """A `CountingLane` (defined here, not at import: compiled, FastLane takes no
+    subclass defined in Python, and this module is imported by tests that do not count)."""
 
-    __slots__ = ("completed", "kept", "leading", "passed", "taken")
+    class CountingLane(FastLane):
+        """The fast lane, counting what it takes for one session (the tests' instrument)."""
 
-    def __init__(self, taken: int) -> None:
-        self.taken = taken  # frames taken (over the connections of one example)
-        self.leading = 0  # frames taken from the front of the last read of several
-        self.passed = 0  # reads inside a streamed response sent on
-        self.kept = 0  # reads of part of a small response kept
-        self.completed = 0  # small responses read in parts sent whole
+        __slots__ = ("completed", "kept", "leading", "passed", "taken")
 
-    def requests(self, session: ProxySession, data: bytes, now: float, step: ClientStep) -> int:
-        before = len(step.requests)
-        end = super().requests(session, data, now, step)
-        self._took(len(step.requests) - before, end == len(data))
-        return end
+        def __init__(self, taken: int) -> None:
+            self.taken = taken  # frames taken (over the connections of one example)
+            self.leading = 0  # frames taken from the front of the last read of several
+            self.passed = 0  # reads inside a streamed response sent on
+            self.kept = 0  # reads of part of a small response kept
+            self.completed = 0  # small responses read in parts sent whole
 
-    def responses(self, session: ProxySession, data: bytes, now: float, step: UpstreamStep) -> int:
-        before = len(step.responses)
-        end = super().responses(session, data, now, step)
-        took = len(step.responses) - before
-        if end and not took:
-            self.kept += 1
-        elif took == 1 and end == len(data) and step.to_client[-1] is not data:
-            self.completed += 1
-        self._took(took, end == len(data))
-        return end
+        def requests(self, session: ProxySession, data: bytes, now: float, step: ClientStep) -> int:
+            before = len(step.requests)
+            end = super().requests(session, data, now, step)
+            self._took(len(step.requests) - before, end == len(data))
+            return end
 
-    def streamed(self, data: bytes, stream: StreamedResponse, reader: FrameReader) -> bool:
-        passed = super().streamed(data, stream, reader)
-        self.passed += passed
-        return passed
+        def responses(
+            self, session: ProxySession, data: bytes, now: float, step: UpstreamStep
+        ) -> int:
+            before = len(step.responses)
+            end = super().responses(session, data, now, step)
+            took = len(step.responses) - before
+            if end and not took:
+                self.kept += 1
+            elif took == 1 and end == len(data) and step.to_client[-1] is not data:
+                self.completed += 1
+            self._took(took, end == len(data))
+            return end
 
-    def _took(self, frames: int, whole_read: bool) -> None:
-        self.taken += frames
-        # One frame that was the whole read: taken alone, not from a read of several.
-        self.leading = 0 if frames == 1 and whole_read else frames
+        def streamed(self, data: bytes, stream: StreamedResponse, reader: FrameReader) -> bool:
+            passed = super().streamed(data, stream, reader)
+            self.passed += passed
+            return passed
+
+        def _took(self, frames: int, whole_read: bool) -> None:
+            self.taken += frames
+            # One frame that was the whole read: taken alone, not from a read of several.
+            self.leading = 0 if frames == 1 and whole_read else frames
+
+    return CountingLane(taken)
 
 
 class Driven:
@@ -189,7 +197,7 @@ class Driven:
         # With its lane, it is driven as the runtime drives it: each read made into the
         # same two steps (`into`); without, into a new one each time.
         self.into = (ClientStep(), UpstreamStep()) if lane else None
-        self.counts = CountingLane(taken) if lane and not LANE_COMPILED else None
+        self.counts = counting_lane(taken) if lane and not LANE_COMPILED else None
         if self.counts is not None:
             self.session._lane = self.counts
         self.closed = False
