@@ -152,8 +152,6 @@ class ClientConnection:
             settings = self.services.proxy_protocol
             assert settings is not None
             data = take_header(self, settings, data)
-            if self.preamble is None:  # the header's address, from now on (quotas)
-                self.session.client_host = self.peer_ip
             if not data:
                 return
         if self.tls is not None:

@@ -19,6 +19,7 @@ from kproxy.runtime.registry import Connection
 if TYPE_CHECKING:
     from kproxy.config.proxy_protocol import ProxyProtocolSettings
     from kproxy.runtime.services import ConnectionServices
+    from kproxy.session import ProxySession
 
 log = logging.getLogger("kproxy.connection")
 
@@ -27,6 +28,7 @@ class HeaderConnection(Connection, Protocol):
     """A client connection as this module reads it (`kproxy.runtime.client`)."""
 
     services: ConnectionServices
+    session: ProxySession
 
 
 _refusals = RateLimitedLog(log)
@@ -46,7 +48,7 @@ def take_header(conn: HeaderConnection, settings: ProxyProtocolSettings, data: b
             _refuse(conn, "missing", "no PROXY protocol header, and one is required")
             return b""
         conn.preamble = None
-        return read if conn.services.registry.address_known(conn, None) else b""
+        return read if _address_known(conn, None) else b""
     if not settings.trusts(conn.peer_ip):
         _refuse(conn, "untrusted", "a PROXY protocol header from outside trusted_networks")
         return b""
@@ -59,9 +61,18 @@ def take_header(conn: HeaderConnection, settings: ProxyProtocolSettings, data: b
         conn.preamble = read
         return b""
     conn.preamble = None
-    if not conn.services.registry.address_known(conn, header.source):
+    if not _address_known(conn, header.source):
         return b""
     return read[header.size :]
+
+
+def _address_known(conn: HeaderConnection, address: tuple[str, int] | None) -> bool:
+    """The client's address from here on (the header's, or the socket's): for the per-IP
+    cap (False: over it, the connection closed) and the client's quota."""
+    if not conn.services.registry.address_known(conn, address):
+        return False
+    conn.session.client_host = conn.peer_ip
+    return True
 
 
 def truncated(conn: HeaderConnection) -> None:
