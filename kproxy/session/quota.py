@@ -4,7 +4,7 @@ A rate is Kafka's: the sum of `samples` windows of `window` seconds over the tim
 span, at least all but one full window (a client's first burst is spread over that
 span, not over the milliseconds it took). A client over its quota is throttled for the
 time that brings its rate back to the quota, `(rate - quota) / quota * span` (KIP-13's
-formula), at most one span: kproxy sets that in the `throttle_time_ms` of the response
+formula): kproxy sets that in the `throttle_time_ms` of the response
 that answers the request (KIP-219: the response goes at once, the client waits) and
 stops reading the client's connection for as long, so that a client that ignores it
 gains nothing.
@@ -25,6 +25,7 @@ from collections.abc import Iterable
 
 from kproxy.protocol.apis import PRODUCE
 
+MAX_THROTTLE_SECONDS = 2_000_000.0  # throttle_time_ms is an int32
 KINDS = ("produce", "fetch", "requests")
 _SWEEP_EVERY = 1024  # new rates between two sweeps of idle ones
 
@@ -160,7 +161,9 @@ class QuotaBucket:
         observed, span = rate.measure(now)
         if observed <= limit:
             return 0
-        seconds = min((observed - limit) / limit * span, span)
+        # Not capped: a client that sent far over its quota at once (a burst its client
+        # queued while throttled) waits until its rate is back at the quota.
+        seconds = min((observed - limit) / limit * span, MAX_THROTTLE_SECONDS)
         self.stats.throttle_seconds[kind] += seconds
         self.throttled_until = max(self.throttled_until, now + seconds)
         return max(1, round(seconds * 1000))

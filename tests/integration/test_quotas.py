@@ -4,7 +4,7 @@ KIP-219): a librdkafka producer held to its produce quota while the Java client'
 quota; both told `throttle_time_ms` (librdkafka's statistics); and a raw socket that
 ignores the throttle held to its quota all the same, its connection left unread.
 
-Kafka's sampled rate over short windows (`window_seconds` 0.5, 5 samples) lets a client
+Kafka's sampled rate over short windows (`window_seconds` 0.25, 11 samples) lets a client
 burst for about two seconds; the rates are measured over 30 s after a warm-up."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def kproxy(
         tmp_path_factory.mktemp("kproxy"),
         kafka.external_real_bootstrap.split(","),
         cluster={"dial_overrides": kafka.dial_overrides},
-        quotas={"entries": entries, "window_seconds": 0.5, "samples": 5},
+        quotas={"entries": entries, "window_seconds": 0.25, "samples": 11},
     ) as kp:
         yield kp
 

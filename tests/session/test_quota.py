@@ -74,7 +74,7 @@ def test_a_client_over_its_produce_quota_is_throttled_as_kip_13_says() -> None:
     bucket = book.bucket("app", None, 0.0)
     assert bucket is not None
     assert bucket.charge([(PRODUCE, 5_000)], 50.5) == 0  # 500 B/s over the 10 s span
-    # 20,000 B over the 10 s span: (2000 - 1000) / 1000 * 10 s = 10 s, at most one span.
+    # 20,000 B over the 10 s span: (2000 - 1000) / 1000 * 10 s = 10 s.
     ms = bucket.charge([(PRODUCE, 15_000)], 51.0)
     assert ms == 10_000
     assert bucket.stats.throttle_seconds[0] == pytest.approx(10.0)
