@@ -160,6 +160,9 @@ def test_a_fetch_quota_holds_a_consumer(kproxy: KproxyProcess) -> None:
             "client.id": "throttled-consumer",
             "group.id": "quota-consumer",
             "auto.offset.reset": "earliest",
+            # Responses of 64 KiB, not 1 MiB: a rate of 1 MB/s is held in steps of one
+            # response, and a second's worth per response overshoots between throttles.
+            "max.partition.fetch.bytes": 65536,
             "statistics.interval.ms": 500,
             "stats_cb": throttles,
         }
