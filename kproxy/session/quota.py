@@ -188,6 +188,7 @@ class QuotaBook:
     def __init__(self, rules: list[QuotaRule], window: float, samples: int) -> None:
         self._buckets: dict[tuple[str, str | None, str | None], QuotaBucket] = {}
         self._made = 0
+        self.generation = 0  # one more at each `configure`: what a session looked up under
         self.stats: dict[str, QuotaStats] = {}
         self.configure(rules, window, samples)
 
@@ -206,6 +207,7 @@ class QuotaBook:
             if kept is not None:
                 stats.bytes, stats.requests = kept.bytes, kept.requests
                 stats.throttle_seconds = kept.throttle_seconds
+        self.generation += 1
         for bucket in self._buckets.values():
             bucket.retired = True
         self._buckets = {}

@@ -142,14 +142,12 @@ class ProxySession(SessionState):
         req: InFlight | None = inflight.peek(inflight.latest_id)
         client_id = req.client_id if req is not None else self.quota_client_id
         quota = self.quota
-        if (
-            not self.quota_resolved
-            or client_id != self.quota_client_id
-            or (quota is not None and quota.retired)
-        ):
+        # Looked up again when the client id changes or a reload changed the entries
+        # (a client no entry matched may be matched now).
+        if client_id != self.quota_client_id or quotas.generation != self.quota_generation:
             quota = self.quota = quotas.bucket(client_id, self.client_host, now)
             self.quota_client_id = client_id
-            self.quota_resolved = True  # None too: no entry matches this client
+            self.quota_generation = quotas.generation
         if quota is None:
             return
         ms = quota.charge(step.requests, now)

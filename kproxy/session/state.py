@@ -44,7 +44,7 @@ class SessionState:
         "policy",
         "quota",
         "quota_client_id",
-        "quota_resolved",
+        "quota_generation",
         "quotas",
         "stream",
         "upstream_reader",
@@ -92,7 +92,7 @@ class SessionState:
         self.client_host: str | None = None
         self.quota: QuotaBucket | None = None
         self.quota_client_id: str | None = None
-        self.quota_resolved = False
+        self.quota_generation = -1  # the book's generation `quota` was found under
 
     def cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         """Where a request's endpoint is in the cluster (the client named kproxy's)."""

@@ -110,3 +110,12 @@ def test_a_client_no_entry_matches_is_never_charged() -> None:
     for corr in range(1, 4):  # its client id is "producer"
         assert s.from_client(produce_request(corr, acks=1, records=RECORDS), 1.0).throttle_ms == 0
     assert book.stats["app"].requests == 0
+
+
+def test_a_client_no_entry_matched_is_charged_once_a_reload_adds_one() -> None:
+    book = QuotaBook([QuotaRule("app", "app", None, (1.0, None, None))], 1.0, 3)
+    s = ProxySession(address_map(), SessionLimits(1 << 20, 100), quotas=book)
+    assert s.from_client(produce_request(1, acks=1, records=RECORDS), 1.0).throttle_ms == 0
+    book.configure([QuotaRule("producer", "producer", None, (1.0, None, None))], 1.0, 3)
+    step = s.from_client(produce_request(2, acks=1, records=RECORDS), 1.1)
+    assert step.throttle_ms > 0 and book.stats["producer"].requests == 1
