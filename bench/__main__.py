@@ -2,7 +2,7 @@
 
 python -m bench run [--quick] [--rounds N] [--workloads a,b] [--paths x,y] [--out DIR]
 python -m bench ab WORKLOAD [--baseline REV] [--rounds N] [--scale S]
-python -m bench report RESULTS.json [--md FILE] [--png FILE]
+python -m bench report RESULTS.json [--md FILE]
 python -m bench list
 """
 
@@ -23,10 +23,9 @@ def main(argv: list[str] | None = None) -> int:
 
     run.add_arguments(sub.add_parser("run", help="run the benchmark"))
     ab.add_arguments(sub.add_parser("ab", help="one workload: kproxy against haproxy and direct"))
-    rep = sub.add_parser("report", help="regenerate RESULTS.md and the plot from a JSON file")
+    rep = sub.add_parser("report", help="regenerate RESULTS.md from a JSON file")
     rep.add_argument("results", type=Path)
     rep.add_argument("--md", type=Path, default=None, help="default: beside the JSON file")
-    rep.add_argument("--png", type=Path, default=None, help="default: beside the JSON file")
     sub.add_parser("list", help="workloads and paths")
     args = parser.parse_args(argv)
 
@@ -37,9 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "report":
         results = json.loads(args.results.read_text())
         md = args.md or args.results.with_name("RESULTS.md")
-        png = args.png or args.results.with_name("results.png")
-        report.write_outputs(results, md, png, args.results)
-        print(f"wrote {md} and {png}")
+        report.write_outputs(results, md, args.results)
+        print(f"wrote {md}")
         return 0
     if args.cmd == "list":
         print("workloads (full-mode parameters):")

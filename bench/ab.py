@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Final
 
-from bench.ab_tables import paired_lines, stability_lines, summary_lines
+from bench.ab_tables import paired_lines, summary_lines
 from bench.builds import checkout, compile_in_place
 from bench.options import PAIRED_HELP, Options
 from bench.results_file import COMPILED_PATHS
@@ -129,7 +129,6 @@ def main_ab(args: argparse.Namespace) -> int:
             scale=args.scale,
             out_json=out / "results.json",
             out_md=None,
-            out_png=None,
             baseline_source=baseline,
             baseline_loop=loop,
             kproxy_config=UNREACHED_QUOTA if args.quota else {},
@@ -158,7 +157,6 @@ def print_ab(args: argparse.Namespace, res: dict[str, Any], out: Path, loop: str
     for line in summary_lines(res, args.workload):
         print(line)
     print(f"CPU taken by the host (steal) per run: {run_steal(res, args.workload)}")
-    _print_table(stability_lines(res))
     if args.baseline:
         # The tree's build that matches the baseline's, when there is one.
         tree = compiled_path(loop) if args.compiled and args.compile_baseline else f"kproxy-{loop}"

@@ -53,21 +53,12 @@ def summary_lines(results: dict[str, Any], workload: str) -> list[str]:
         row.append(_span(us, ".1f") if path in KPROXY_PATHS else "-")
         per_gb = summarize(series(runs, path, "cpu_s_per_gb_wire", rounds, "kproxy"))
         row.append(_span(per_gb, ".3f") if path in KPROXY_PATHS else "-")
-        # What the broker behind the path spent per message in the same run (none for
-        # the mock cluster): a round slowed by the broker shows here as well.
+        # What the broker behind the path spent per message in the same run: a round
+        # slowed by the broker shows here as well.
         broker = summarize(series(runs, path, "cpu_us_per_message", rounds, "broker"))
         row.append(_span(broker, ".2f"))
         rows.append(row)
     return _aligned(rows)
-
-
-def stability_lines(results: dict[str, Any]) -> list[str]:
-    """How far each proxy's farthest round strayed from its median ratio to direct
-    (`bench.stability`), for a workload the targets judge: none for another."""
-    from bench.stability import HEADER, stability_rows
-
-    rows = stability_rows(results)
-    return _aligned([list(HEADER), *rows]) if rows else []
 
 
 def paired_lines(results: dict[str, Any], workload: str, path: str, base: str) -> list[str]:

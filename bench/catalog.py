@@ -31,10 +31,6 @@ LATENCY = (
     Metric("p99_ms", "p99", "ms", False),
     Metric("p999_ms", "p99.9", "ms", False),
 )
-CHURN = (
-    Metric("msg_per_s", "msg/s", "msg/s", True),
-    Metric("p99_ms", "p99 delivery", "ms", False),
-)
 # Idle connections held while the resident memory is read: enough that the allocator's
 # noise (a few MB either way) is small beside what they add (reported per 1,000).
 IDLE_CONNECTIONS = 3_000
@@ -49,8 +45,8 @@ CONNECTIONS = (
 class Workload:
     name: str
     title: str
-    upstream: str  # tansu | kafka | mock
-    kind: str  # produce | consume | latency | churn | connections | perf-produce | ...
+    upstream: str  # tansu | kafka
+    kind: str  # produce | consume | latency | connections
     generator: str
     params: dict[str, Any]
     metrics: tuple[Metric, ...]
@@ -65,7 +61,6 @@ def workloads(quick: bool, scale: float = 1.0) -> list[Workload]:
         return max(1, int((fast if quick else full) * scale))
 
     cf = "confluent-kafka"
-    jp = "kafka-perf-test"
     out = [
         Workload("produce-100B", "Produce 100 B messages, acks=all", "tansu", "produce", cf,
                  {"size": 100, "count": n(400_000, 60_000), "acks": "all"}, THROUGHPUT,
@@ -99,23 +94,12 @@ def workloads(quick: bool, scale: float = 1.0) -> list[Workload]:
                  "of its partitions gets them; Apache Kafka)", "kafka", "consume", cf,
                  {"size": KIB, "count": n(40_000, 30_000), "client_config": SMALL_FETCHES,
                   "fill_config": {"batch.size": 4 * KIB}}, THROUGHPUT, "throughput"),
-        Workload("kafka-perf-produce-1KiB", "kafka-producer-perf-test, 1 KiB, acks=all (Apache "
-                 "Kafka)", "kafka", "perf-produce", jp,
-                 {"size": KIB, "count": n(150_000, 20_000)}, THROUGHPUT, "throughput"),
-        Workload("kafka-perf-consume-1KiB", "kafka-consumer-perf-test, 1 KiB (Apache Kafka)",
-                 "kafka", "perf-consume", jp, {"size": KIB, "count": n(150_000, 20_000)},
-                 THROUGHPUT, "throughput"),
-        Workload("churn", "Produce 100 B, acks=all, while every leader moves every 200 ms "
-                 "(mock cluster, 3 brokers, 3 partitions)", "mock", "churn", cf,
-                 {"size": 100, "seconds": 6.0 if not quick else 2.5, "partitions": 3,
-                  "interval": 0.2, "queue": 20_000}, CHURN, "latency"),
     ]  # fmt: skip
     return out
 
 
-UPSTREAM_ORDER = ("tansu", "kafka", "mock")
+UPSTREAM_ORDER = ("tansu", "kafka")
 UPSTREAM_TITLES = {
     "tansu": "Tansu broker (in-memory)",
     "kafka": "Apache Kafka (1 KRaft node)",
-    "mock": "librdkafka mock cluster (3 brokers)",
 }

@@ -1,5 +1,5 @@
 """How the results pages and tables write a figure, a spread and a ratio, and a target's
-verdict (shared by `bench.report`, `bench.targets` and `bench.stability`)."""
+verdict (shared by `bench.report` and `bench.targets`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The load generators of a benchmark run, each in a process of its own
-(``bench.workloads``, ``bench.paired_workloads``, Kafka's Java perf tools), and what one
+(``bench.workloads``, ``bench.paired_workloads``), and what one
 run of a workload sets going around them."""
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ import time
 from typing import Any
 
 from bench.catalog import Workload
-from bench.mock_upstream import LeaderMover, MockUpstream
 from bench.peers import REPO, env_with_path
 from bench.procfs import memory_kb
-from bench.upstreams import Upstream
 
 
 def generator(
@@ -48,8 +46,6 @@ def run_generator(
 
 def generate(
     wl: Workload,
-    up: Upstream,
-    side: str,
     bootstrap: str,
     topic: str,
     pid: int | None,
@@ -67,32 +63,8 @@ def generate(
     if wl.kind == "latency":
         return generator("latency", bootstrap, topic, timeout, size=p["size"],
                           count=p["count"], acks=p["acks"], partition=0, warmup=50)  # fmt: skip
-    if wl.kind == "churn":
-        assert isinstance(up, MockUpstream)
-        mc = up.cluster(side)
-        mover = LeaderMover(mc.set_leader, topic, p["partitions"], up.node_ids,
-                            p["interval"]).start()  # fmt: skip
-        try:
-            result = generator("churn", bootstrap, topic, timeout, size=p["size"],
-                                seconds=p["seconds"], queue=p["queue"], warmup=100)  # fmt: skip
-        finally:
-            result_moves = mover.stop()
-        result["leader_moves"] = result_moves
-        if mover.errors:
-            result["mover_errors"] = mover.errors
-        return result
     if wl.kind == "connections":
         return _connections(wl, bootstrap, topic, pid, timeout)
-    if wl.kind == "perf-produce":
-        from bench.javaperf import producer_perf
-
-        return producer_perf(bootstrap, topic, p["count"], p["size"], timeout=timeout)
-    if wl.kind == "perf-consume":
-        from bench.javaperf import consumer_perf
-
-        group = f"bench-{topic}-{time.monotonic_ns()}"
-        return consumer_perf(bootstrap, topic, p["count"], p["size"], group,
-                             timeout=timeout)  # fmt: skip
     raise ValueError(f"unknown workload kind {wl.kind}")
 
 

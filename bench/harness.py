@@ -1,7 +1,7 @@
 """The benchmark harness: every workload over every path, interleaved and repeated.
 
-``python -m bench run`` (see bench/README.md). For each upstream (Tansu, Apache Kafka,
-librdkafka's mock cluster) it starts the cluster and every proxy in front of it, then
+``python -m bench run`` (see bench/README.md). For each upstream (Tansu, Apache Kafka)
+it starts the cluster and every proxy in front of it, then
 runs each workload round by round, every path once per round, direct first and the
 others forward and backward in turn (A B C D, A D C B, ...: ``bench.stats.round_order``).
 A peer that cannot be installed or started is recorded as
@@ -30,7 +30,6 @@ from bench.catalog import UPSTREAM_ORDER, UPSTREAM_TITLES, Workload, workloads
 from bench.generate import generate, one_line
 from bench.kafka_upstream import KafkaUpstream
 from bench.machine import machine_info, raise_fd_limit, software_versions
-from bench.mock_upstream import MockUpstream
 from bench.one_run import CONSUMING, measure_run
 from bench.options import Options
 from bench.peers import Unavailable
@@ -46,9 +45,6 @@ from bench.upstreams import (
     Upstream,
     prefill,
 )
-
-# Proxies restarted whenever the broker behind them is (see Harness._reset_broker).
-RESTARTED_WITH_BROKER = ("tansu-proxy",)
 
 # Workload kinds that write to the broker what the next path would find there.
 WRITING = ("produce", "connections")
@@ -135,13 +131,7 @@ class Harness:
 
     def _make_upstream(self, name: str) -> Upstream:
         wd = self.workdir / name
-        up: Upstream
-        if name == "tansu":
-            up = TansuUpstream(wd)
-        elif name == "kafka":
-            up = KafkaUpstream(wd)
-        else:
-            up = MockUpstream(wd)
+        up: Upstream = TansuUpstream(wd) if name == "tansu" else KafkaUpstream(wd)
         up.baseline_source = self.opts.baseline_source
         up.baseline_loop = self.opts.baseline_loop
         up.kproxy_config = self.opts.kproxy_config
@@ -223,21 +213,12 @@ class Harness:
                     runs.append({"round": r, "path": p, "ok": False, "error": reason})
                     self.done_runs += 1
 
-    def _reset_broker(self, up: Upstream, proxies: dict[str, Any]) -> None:
-        """A freshly started broker, and fresh processes for the proxies that do not
-        survive its restart."""
-        up.reset()
-        self._restart_proxies(up, proxies, RESTARTED_WITH_BROKER)
-
     def _restart_proxies(self, up: Upstream, proxies: dict[str, Any], paths: Iterable[str]) -> None:
         """Give the proxies of `paths` a fresh process each.
 
-        The Tansu proxy keeps one connection to its origin broker; once that broker has
-        been restarted it logs "Socket not connected" every 50 ms and answers no client
-        again, so it is given a fresh process with the fresh broker. Before the idle
-        connections every proxy the harness started starts afresh: memory a long-lived
-        process freed in an earlier round stays resident and would hide what the
-        connections add.
+        Before the idle connections every proxy the harness started starts afresh: memory
+        a long-lived process freed in an earlier round stays resident and would hide what
+        the connections add.
         """
         for path in paths:
             old = proxies.get(path)
@@ -259,7 +240,7 @@ class Harness:
         for r in range(self.opts.rounds):
             try:
                 if up.name == "tansu":
-                    self._reset_broker(up, proxies)  # in-memory data does not pile up
+                    up.reset()  # in-memory data does not pile up
                 if wl.kind == "connections":
                     # haproxy belongs to the upstream (and pools what it frees anyway)
                     fresh = [p for p in proxies if p not in ("direct", *FORWARDING_PATHS)]
@@ -304,7 +285,7 @@ class Harness:
                     # Tansu keeps what was produced in memory and slows as it grows: every
                     # path writes to a broker as empty as the first path's was.
                     try:
-                        self._reset_broker(up, proxies)
+                        up.reset()
                     except Exception as exc:
                         reason = f"broker reset failed: {one_line(exc)}"
                         runs.append({"round": r, "path": path, "ok": False, "error": reason})
@@ -344,7 +325,7 @@ class Harness:
             up.create_topic(topic, int(wl.params.get("partitions", 1)), MAIN)
         t0 = time.monotonic()
         try:
-            generate(wl, up, MAIN, up.direct_bootstrap(), topic, None, self.opts.run_timeout)
+            generate(wl, up.direct_bootstrap(), topic, None, self.opts.run_timeout)
         finally:
             if not consuming:
                 up.drop_topics([topic])

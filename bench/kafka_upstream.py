@@ -22,21 +22,12 @@ class KafkaUpstream(Upstream):
 
     name = "kafka"
     node_ids = [1]
-    # Through tansu proxy 0.6.0 every client connection to Apache Kafka 4.3 ends with
-    # "maximum tagged fields exceeded" in the proxy's log, librdkafka's and the Java
-    # client's alike: no run through it delivered a message (2026-11-30, 2026-12-01),
-    # each waiting out its timeout instead (5 minutes a consume run).
-    unserved = {
-        "tansu-proxy": "tansu proxy 0.6.0 carries no client to Apache Kafka 4.3: each "
-        'connection ends with "maximum tagged fields exceeded" in its log'
-    }
     # The JVM compiles the broker's path for a workload in its first seconds, and direct,
     # first in every round, paid for it: in the record at 424411c direct read 0.75 of its
     # median in the first round of confluent-kafka's consume (817,985 msg/s against
     # 1.08-1.15 M) and 0.65 of it with Kafka's perf consumer, which put the proxies'
     # ratios for that round 0.1-0.3 above their medians (0.96-1.22 and 0.81-0.96). Tansu
-    # is restarted before every round and compiles nothing; the mock cluster runs inside
-    # the harness.
+    # is restarted before every round and compiles nothing.
     warms_up = True
 
     def __init__(self, workdir: Path, heap: str = "512m") -> None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from bench.options import Options
 
 # Workload kinds that read a topic filled before the round (the others write their own).
-CONSUMING = ("consume", "perf-consume")
+CONSUMING = ("consume",)
 
 
 def measure_run(
@@ -51,7 +51,7 @@ def measure_run(
             created.append(topic)
         meter = ProxyMeter(proxy)
         steal, broker = StealMeter(), BrokerMeter(up.broker_pid(side))
-        result = generate(wl, up, side, bootstrap, topic, pid, opts.run_timeout)
+        result = generate(wl, bootstrap, topic, pid, opts.run_timeout)
         record["steal"] = steal.share()
         broker_rec = broker.record(result.get("messages"))
         if broker_rec is not None:

@@ -31,6 +31,5 @@ class Options:
     scale: float = 1.0
     out_json: Path = BENCH / "results.json"
     out_md: Path | None = BENCH / "RESULTS.md"
-    out_png: Path | None = BENCH / "results.png"
     workdir: Path | None = None
     run_timeout: float = 300.0

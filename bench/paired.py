@@ -9,7 +9,7 @@ changed at every turn (`bench.paired_workloads.turn_order`): a slow spell then f
 all paths alike. Each path's figures are read from its share of the turns, its proxy's CPU from
 /proc over the whole round (a proxy does nothing while another path has the turn), and
 the round is recorded in the shape `bench.harness` records it, so that the summary, the
-targets and the stability figures read it unchanged.
+targets read it unchanged.
 
 Only workloads whose paths can share a round without skewing one another: the latency
 workloads (a few MB written), the confluent-kafka consume workloads (each path's
@@ -104,7 +104,7 @@ class PairedHarness(Harness):
         self, wl: Workload, up: Upstream, proxies: dict[str, Any], r: int
     ) -> list[dict[str, Any]]:
         if up.name == "tansu":
-            self._reset_broker(up, proxies)
+            up.reset()
         self._restart_proxies(up, proxies, [p for p in proxies if p.startswith("kproxy-")])
         shared_topic = f"{wl.name}-data"
         if wl.kind == "consume" and (r == 0 or up.name == "tansu"):

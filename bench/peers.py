@@ -1,6 +1,6 @@
 """The processes a benchmark run puts in the path: haproxy, and what every peer shares
 (kproxy and Kroxylicious have modules of their own: ``bench.kproxy_peer``,
-``bench.kroxylicious_peer``; the Tansu broker and proxy come from ``tests/peers``).
+``bench.kroxylicious_peer``; the Tansu broker comes from ``tests/peers``).
 
 Peers are installed from registries by name and cached under
 ``~/.cache/kproxy-peers`` (``$KPROXY_PEERS_CACHE``); none of their code is in this

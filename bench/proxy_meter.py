@@ -33,18 +33,10 @@ class ProxyMeter:
             return None, None
         user, kernel = self.cpu.spent()
         cpu = user + kernel
-        wakeups, preemptions = self.cpu.switches()
-        waited = self.cpu.waited()
         mem = memory_kb(self.cpu.pid)
         proxy: dict[str, Any] = {
             "cpu_seconds": round(cpu, 3),
             "cpu_user_seconds": round(user, 3),  # of cpu_seconds, in user space
-            # Voluntary context switches (sleeps, each a wakeup) and involuntary ones
-            # (preempted with work to do), every thread's.
-            "wakeups": wakeups,
-            "preemptions": preemptions,
-            # Runnable but not running: time a wakeup waited for a core (schedstat).
-            "run_queue_seconds": waited,
             "rss_before_mb": round(self.rss0_kb / 1024, 1),
             "rss_mb": round(mem.get("VmRSS", 0) / 1024, 1),
             "peak_rss_mb": round(mem.get("VmHWM", 0) / 1024, 1),
@@ -81,13 +73,11 @@ class BrokerMeter:
 
     def record(self, messages: float | None) -> dict[str, Any] | None:
         """The run's ``broker`` record: its CPU seconds, of them in user space, and per
-        message in microseconds, and its threads' run-queue wait (None without a broker
-        process, or if it exited)."""
+        message in microseconds (None without a broker process, or if it exited)."""
         if self.cpu is None:
             return None
         try:
             user, system = self.cpu.spent()
-            waited = self.cpu.waited()
         except OSError:
             return None
         cpu = user + system
@@ -95,5 +85,4 @@ class BrokerMeter:
             "cpu_seconds": round(cpu, 3),
             "cpu_user_seconds": round(user, 3),
             "cpu_us_per_message": round(cpu / messages * 1e6, 3) if messages else None,
-            "run_queue_seconds": waited,  # its threads' wait for a core
         }

@@ -1,4 +1,4 @@
-"""Turn a benchmark results file into ``RESULTS.md`` and a plot of ratios to direct.
+"""Turn a benchmark results file into ``RESULTS.md``.
 
 Everything here reads only the JSON that ``python -m bench run`` writes, so a report can
 be regenerated (``python -m bench report bench/results.json``) without running anything.
@@ -14,24 +14,12 @@ from typing import Any
 
 from bench.formats import fmt_ratio, fmt_summary
 from bench.results_file import KPROXY_PATHS, path_status, rounds_of, series, workload_summary
-from bench.stability import HEADER, stability_intro, stability_rows
 from bench.stats import ORDER, summarize
 from bench.steal import run_steal
 from bench.targets import evaluate_targets, met_share
 
 #: The path the targets are judged on (kproxy's default event loop).
 KPROXY = "kproxy-uvloop"
-PROFILE_NOTES = Path(__file__).resolve().parent / "PROFILE.md"
-
-
-# ---------------------------------------------------------------------------------------
-# Numbers
-# ---------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------
-# Series and summaries
-# ---------------------------------------------------------------------------------------
 
 
 def _order_words(meta: dict[str, Any]) -> str:
@@ -76,16 +64,6 @@ def _paired_words(meta: dict[str, Any]) -> list[str]:
     ]
 
 
-# ---------------------------------------------------------------------------------------
-# Targets
-# ---------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------
-# Markdown
-# ---------------------------------------------------------------------------------------
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows]
@@ -119,14 +97,6 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
     with_broker = any(c["broker:cpu_us_per_message"]["n"] for c in summary.values())
     if with_broker:
         header.append("broker CPU us/msg")
-    # Nor before it counted the proxies' wakeups (docs/performance.md, "Wakeups").
-    with_wakeups = any(c["proxy:wakeups_per_message"]["n"] for c in summary.values())
-    if with_wakeups:
-        header += ["proxy wakeups/msg", "proxy CPU us/wakeup"]
-    # Nor before it read their wait for a core.
-    with_waits = any(c["proxy:run_queue_us_per_wakeup"]["n"] for c in summary.values())
-    if with_waits:
-        header.append("proxy run-queue us/wakeup")
     rows = []
     notes: list[str] = []
     for path, cells in summary.items():
@@ -144,11 +114,6 @@ def render_workload(results: dict[str, Any], name: str) -> list[str]:
         row.append(fmt_summary(cells["proxy:peak_rss_mb"]))
         if with_broker:
             row.append(fmt_summary(cells["broker:cpu_us_per_message"]))
-        if with_wakeups:
-            row.append(fmt_summary(cells["proxy:wakeups_per_message"]))
-            row.append(fmt_summary(cells["proxy:cpu_us_per_wakeup"]))
-        if with_waits:
-            row.append(fmt_summary(cells["proxy:run_queue_us_per_wakeup"]))
         rows.append(row)
         for err in cells["errors"]:
             notes.append(f"{path}: a run failed: {err}")
@@ -212,7 +177,6 @@ def render_kproxy_resources(results: dict[str, Any]) -> list[str]:
 
 def render_markdown(
     results: dict[str, Any],
-    png_name: str | None = "results.png",
     source: str = "bench/results.json",
     notes: str = "",
 ) -> str:
@@ -273,21 +237,11 @@ def render_markdown(
     lines += _table(
         ["target", "measured", "status"], [[v.target, v.measured, v.status] for v in verdicts]
     )
-
-    still = stability_rows(results)
-    if still:
-        lines += ["", "## How still a round holds", "", stability_intro(still), ""]
-        lines += _table(HEADER, still)
-    if png_name:
-        lines += ["", f"![Ratios to direct]({png_name})", ""]
-    lines += ["## Workloads", ""]
+    lines += ["", "## Workloads", ""]
     for name in results.get("workloads", {}):
         lines += render_workload(results, name)
     lines += ["## kproxy's resources", ""]
     lines += render_kproxy_resources(results)
-    notes = PROFILE_NOTES.read_text().strip() if PROFILE_NOTES.is_file() else ""
-    if notes:
-        lines += ["## Profile-driven changes", "", notes, ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -310,24 +264,15 @@ def kept_run_notes(old: str, results: dict[str, Any]) -> str:
     return old[start : end + len(RUN_NOTES_END)] if start >= 0 and end >= 0 else ""
 
 
-def write_outputs(results: dict[str, Any], md: Path | None, png: Path | None, source: Path) -> None:
-    """RESULTS.md and the plot for ``results``, read from (or saved to) ``source``."""
-    drew = False
-    if png is not None:
-        from bench.plot import plot  # matplotlib, only when a plot is asked for
-
-        drew = plot(results, png)
-    if md is not None:
-        rel = None
-        if drew and png is not None:
-            rel = png.name if png.parent == md.parent else str(png)
-        md.parent.mkdir(parents=True, exist_ok=True)
-        # Sections other benchmarks append (bench.tls_bench) stay where they are, and so
-        # do notes written by hand on this same run.
-        old = md.read_text() if md.exists() else ""
-        kept = old[old.index(APPENDED_SECTIONS) :] if APPENDED_SECTIONS in old else ""
-        text = render_markdown(results, rel, _shown_path(source), kept_run_notes(old, results))
-        md.write_text(text + ("\n" + kept if kept else ""))
+def write_outputs(results: dict[str, Any], md: Path, source: Path) -> None:
+    """RESULTS.md for ``results``, read from (or saved to) ``source``."""
+    md.parent.mkdir(parents=True, exist_ok=True)
+    # Sections other benchmarks append (bench.tls_bench) stay where they are, and so do
+    # notes written by hand on this same run.
+    old = md.read_text() if md.exists() else ""
+    kept = old[old.index(APPENDED_SECTIONS) :] if APPENDED_SECTIONS in old else ""
+    text = render_markdown(results, _shown_path(source), kept_run_notes(old, results))
+    md.write_text(text + ("\n" + kept if kept else ""))
 
 
 def _shown_path(path: Path) -> str:

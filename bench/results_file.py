@@ -1,7 +1,7 @@
 """Reading a results file that ``python -m bench run`` wrote: a path's per-round values
 of one figure, and each workload's figures summarised per path (median and spread, and
-the ratio to direct taken round by round). The results page, the targets, the stability
-table, the plot and the A/B all read the file through these."""
+the ratio to direct taken round by round). The results page, the targets and the A/B
+all read the file through these."""
 
 from __future__ import annotations
 
@@ -40,21 +40,11 @@ def series(
 def per_message(
     runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int, section: str = "proxy"
 ) -> list[float | None]:
-    """Per round: a proxy's /proc figure ``key`` (CPU seconds, wakeups), or the broker's
+    """Per round: a proxy's /proc figure ``key`` (CPU seconds), or the broker's
     (``section`` "broker"), over the messages the workload moved."""
     return quotients(
         series(runs, path, key, rounds, section), series(runs, path, "messages", rounds)
     )
-
-
-def per_wakeup(
-    runs: Sequence[dict[str, Any]], path: str, key: str, rounds: int
-) -> list[float | None]:
-    """Per round: a proxy's microseconds of ``key`` (``cpu_seconds``,
-    ``cpu_user_seconds`` or ``run_queue_seconds``) over its wakeups (``wakeups``, its
-    voluntary context switches)."""
-    cpu = series(runs, path, key, rounds, "proxy")
-    return quotients(cpu, series(runs, path, "wakeups", rounds, "proxy"), 1e6)
 
 
 def quotients(
@@ -101,11 +91,6 @@ def workload_summary(results: dict[str, Any], name: str) -> dict[str, dict[str, 
         ):
             for key in keys:
                 cells[f"{section}:{key}"] = summarize(series(runs, path, key, rounds, section))
-        cells["proxy:wakeups_per_message"] = summarize(per_message(runs, path, "wakeups", rounds))
-        cells["proxy:cpu_us_per_wakeup"] = summarize(per_wakeup(runs, path, "cpu_seconds", rounds))
-        cells["proxy:run_queue_us_per_wakeup"] = summarize(
-            per_wakeup(runs, path, "run_queue_seconds", rounds)
-        )
         cells["errors"] = run_errors(runs, path)
         out[path] = cells
     return out

@@ -1,5 +1,5 @@
 """``python -m bench run``: the command line of the benchmark harness
-(``bench.harness``); it renders the results to Markdown and a plot at the end
+(``bench.harness``); it renders the results to Markdown at the end
 (``bench/report.py``)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         default=None,
-        help="directory for results.json, RESULTS.md and results.png "
+        help="directory for results.json and RESULTS.md "
         "(default: bench/; quick: /tmp/kproxy-bench-quick)",
     )
     p.add_argument(
@@ -75,7 +75,6 @@ def options_from(args: argparse.Namespace) -> Options:
         scale=args.scale,
         out_json=out / "results.json",
         out_md=out / "RESULTS.md",
-        out_png=out / "results.png",
         workdir=args.workdir,
         run_timeout=args.run_timeout,
     )
@@ -100,7 +99,8 @@ def main_run(args: argparse.Namespace) -> int:
         harness.save()
         print("interrupted; partial results in", opts.out_json)
         return 130
-    report.write_outputs(results, opts.out_md, opts.out_png, opts.out_json)
+    if opts.out_md is not None:
+        report.write_outputs(results, opts.out_md, opts.out_json)
     wall = results["meta"]["wall_seconds"]
-    print(f"done in {wall / 60:.1f} min: {opts.out_json}, {opts.out_md}, {opts.out_png}")
+    print(f"done in {wall / 60:.1f} min: {opts.out_json}, {opts.out_md}")
     return 0

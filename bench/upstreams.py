@@ -1,19 +1,17 @@
 """The clusters a benchmark run sends its load to, and the paths in front of them.
 
-Three upstreams, each started by the harness on loopback (docs/peers.md):
+Two upstreams, each started by the harness on loopback (docs/peers.md):
 
 ``tansu``  the Tansu broker (Rust, in-memory storage): data-path throughput and latency.
 ``kafka``  a one-node Apache Kafka KRaft cluster from Maven Central: the real broker.
-``mock``   librdkafka's mock cluster (three brokers, in this process): leader churn
-           (`bench.mock_upstream`).
 
 A TCP proxy such as haproxy does not parse Kafka, so it cannot rewrite the addresses
 brokers advertise: a client that bootstraps through it would be told the broker's own
 address and go around it. Each upstream therefore has a second *side* for haproxy whose
-brokers advertise haproxy's ports (a second Tansu broker, an extra Kafka listener, a
-second mock cluster). Every other path sits in front of the main side and rewrites
-addresses itself, or in paired rounds on Tansu in front of a broker of its own
-(`Upstream.own_broker_paths`, bench.paired).
+brokers advertise haproxy's ports (a second Tansu broker, an extra Kafka listener).
+Every other path sits in front of the main side and rewrites addresses itself, or in
+paired rounds on Tansu in front of a broker of its own (`Upstream.own_broker_paths`,
+bench.paired).
 """
 
 from __future__ import annotations
@@ -29,13 +27,11 @@ from bench.kproxy_peer import KproxyPeer
 from bench.kroxylicious_peer import KroxyliciousPeer
 from bench.peers import REPO, HaproxyPeer, Unavailable, env_with_path
 from bench.results_file import COMPILED_PATHS, KPROXY_PATHS
-from tests.peers.tansu import TansuProxy
 
 #: Every path, in run order within a round.
 ALL_PATHS = (
     "direct",
     "haproxy",
-    "tansu-proxy",
     "kroxylicious",
     "kproxy-uvloop",
     "kproxy-asyncio",
@@ -49,7 +45,6 @@ DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p != "kproxy-base")
 PATH_DESCRIPTIONS = {
     "direct": "client to broker, nothing in between",
     "haproxy": "haproxy, TCP mode (no parsing: the floor)",
-    "tansu-proxy": "`tansu proxy` (Kafka-aware proxy in Rust)",
     "kroxylicious": "Kroxylicious (Java), pass-through configuration",
     "kproxy-uvloop": "kproxy on uvloop",
     "kproxy-asyncio": "kproxy on the standard asyncio loop",
@@ -100,14 +95,6 @@ def prefill(
         raise RuntimeError(f"prefill of {topic} failed: {proc.stderr.strip()[-400:]}")
 
 
-class TansuProxyPeer(TansuProxy):
-    """``tansu proxy`` with the pid the harness reads /proc with."""
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
-
-
 class Upstream:
     """Base: one cluster (two sides), the addresses paths use, topics."""
 
@@ -117,9 +104,6 @@ class Upstream:
     #: Whether each workload first runs once untimed on the direct path (the harness's
     #: warm-up): for a broker whose first run of a workload is slower than the rest.
     warms_up = False
-    #: Paths that cannot carry any client to this upstream, with the reason: the harness
-    #: records them unavailable here instead of letting every run wait out its timeout.
-    unserved: dict[str, str] = {}
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -167,8 +151,7 @@ class Upstream:
         return self.haproxy
 
     def broker_pid(self, side: str) -> int | None:
-        """The process of the broker behind ``side``, whose CPU a run reads from /proc
-        (None where the brokers run inside this process: the mock cluster)."""
+        """The process of the broker behind ``side``, whose CPU a run reads from /proc."""
         return None
 
     def sides(self) -> list[str]:
@@ -199,17 +182,8 @@ class Upstream:
     # -- proxies -----------------------------------------------------------------------
     def start_proxy(self, path: str) -> ProxyProcess:
         """Start the proxy of ``path`` in front of its side (not direct/haproxy)."""
-        if path in self.unserved:
-            raise Unavailable(self.unserved[path])
         wd = self.workdir / path
         target = self.proxy_target_of(path)
-        if path == "tansu-proxy":
-            if len(self.node_ids) > 1:
-                raise Unavailable(
-                    "tansu proxy forwards every request to one origin broker, so it cannot "
-                    "front a multi-broker cluster"
-                )
-            return TansuProxyPeer(target, workdir=wd, stop_grace=2.0).start()
         if path in (*KPROXY_PATHS, "kproxy-base"):
             servers = target.split(",")
             if path == "kproxy-base":

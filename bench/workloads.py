@@ -1,8 +1,8 @@
 """Load generators, each run in its own process: ``python -m bench.workloads KIND ...``.
 
 Each prints one JSON object on its last stdout line. The harness runs them as
-subprocesses so that the client's CPU is not shared with the harness (which may be
-hosting librdkafka's mock cluster) and so that no client state leaks between runs.
+subprocesses so that the client's CPU is not shared with the harness and so that no
+client state leaks between runs.
 
 Kinds:
 
@@ -14,8 +14,6 @@ Kinds:
               throughput from the first batch received to the ``--count``-th message.
 ``latency``   one small produce at a time (acks=1 by default): produce, flush, repeat;
               the round-trip time of each.
-``churn``     produce for ``--seconds`` at full speed (bounded queue) while the harness
-              moves partition leaders; throughput and per-message delivery latency.
 ``idle``      open ``--count`` connections, send one ApiVersions v0 on each and read its
               answer (so that a proxy has dialled the broker for every one of them), print
               a JSON line, then hold them all, idle, until stdin is closed.
@@ -33,7 +31,6 @@ import time
 import uuid
 from typing import Any
 
-from bench.procfs import CpuSince
 from bench.stats import percentile
 
 QUIET = {"log_level": 3}
@@ -128,7 +125,6 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
     first_batch = 0
     first_bytes = 0
     started = 0.0
-    timed: CpuSince | None = None
     deadline = time.monotonic() + args.timeout
     consume_ = consumer.consume
     while got < args.count:
@@ -145,12 +141,9 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
         got += len(batch)
         if not started:
             started = time.perf_counter()
-            timed = CpuSince(os.getpid())
             first_batch = got
             first_bytes = nbytes
     seconds = time.perf_counter() - started
-    # This client's threads' wait for a core while it was timed (librdkafka's included).
-    waited = timed.waited() if timed is not None else None
     consumer.close()
     measured = got - first_batch
     mbytes = nbytes - first_bytes
@@ -161,7 +154,6 @@ def consume(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": seconds,
         "msg_per_s": steady_rate(measured, seconds),
         "mb_per_s": steady_rate(mbytes / 1e6, seconds),
-        "client_run_queue_seconds": waited,
     }
 
 
@@ -222,73 +214,6 @@ def latency_summary(ms: list[float], size: int) -> dict[str, Any]:
     }
 
 
-def churn(args: argparse.Namespace) -> dict[str, Any]:
-    from confluent_kafka import Producer
-
-    latencies: list[float] = []
-    errors: list[str] = []
-
-    def on_delivery(err: Any, msg: Any) -> None:
-        if err is not None:
-            errors.append(str(err))
-        else:
-            latencies.append(msg.latency())
-
-    producer = Producer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            **args.client_config,
-            "acks": "all",
-            "linger.ms": args.linger_ms,
-            "queue.buffering.max.messages": args.queue,
-            "on_delivery": on_delivery,
-            "message.timeout.ms": 60_000,
-            **QUIET,
-        }
-    )
-    value = _payload(args.size)
-    for _ in range(args.warmup):
-        producer.produce(args.topic, value)
-    producer.flush(30)
-    latencies.clear()
-    produce_ = producer.produce
-    poll = producer.poll
-    topic = args.topic
-    sent = 0
-    started = time.perf_counter()
-    end = started + args.seconds
-    now = time.perf_counter
-    while True:
-        for _ in range(1000):
-            try:
-                produce_(topic, value)
-                sent += 1
-            except BufferError:
-                poll(0.002)
-        poll(0)
-        if now() >= end:
-            break
-    producing = now() - started
-    remaining = producer.flush(120)
-    seconds = now() - started
-    ms = [x * 1000.0 for x in latencies]
-    return {
-        "messages": len(ms),
-        "sent": sent,
-        "undelivered": remaining,
-        "errors": len(errors),
-        "error_sample": errors[:3],
-        "bytes": len(ms) * args.size,
-        "seconds": seconds,
-        "producing_seconds": producing,
-        "msg_per_s": len(ms) / seconds,
-        "mb_per_s": len(ms) * args.size / seconds / 1e6,
-        "p50_ms": percentile(ms, 50) if ms else None,
-        "p99_ms": percentile(ms, 99) if ms else None,
-        "p999_ms": percentile(ms, 99.9) if ms else None,
-    }
-
-
 def _api_versions_v0(correlation_id: int) -> bytes:
     client_id = b"kproxy-bench-idle"
     body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
@@ -335,7 +260,7 @@ def idle(args: argparse.Namespace) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.workloads")
     sub = p.add_subparsers(dest="kind", required=True)
-    for name in ("produce", "consume", "latency", "churn", "idle"):
+    for name in ("produce", "consume", "latency", "idle"):
         s = sub.add_parser(name)
         s.add_argument("--bootstrap", required=True)
         s.add_argument("--topic", required=True)
@@ -347,8 +272,6 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--acks", default="all")
         s.add_argument("--linger-ms", type=int, default=5)
         s.add_argument("--timeout", type=float, default=120.0)
-        s.add_argument("--seconds", type=float, default=5.0)
-        s.add_argument("--queue", type=int, default=20_000)
         s.add_argument(
             "--client-config",
             type=json.loads,
@@ -360,8 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    kinds = {"produce": produce, "consume": consume, "latency": latency, "churn": churn,
-             "idle": idle}  # fmt: skip
+    kinds = {"produce": produce, "consume": consume, "latency": latency, "idle": idle}
     fn = kinds[args.kind]
     result = fn(args)
     sys.stdout.write(json.dumps(result) + "\n")

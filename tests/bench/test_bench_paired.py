@@ -1,8 +1,7 @@
 """`python -m bench ab WORKLOAD --paired N`: the paths of a round take turns, the order
 changed every turn (balanced: `turn_order`), each path doing exactly its count of
 messages; only workloads whose paths can share a round are paired, and the rounds are
-recorded as `bench.harness` records them (so the summary and the stability figures read
-them unchanged)."""
+recorded as `bench.harness` records them (so the summary reads them unchanged)."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ import pytest
 import bench.catalog
 import bench.harness
 from bench.ab import add_arguments, main_ab
-from bench.ab_tables import stability_lines
 from bench.catalog import workloads
 from bench.paired import pairable
 from bench.paired_workloads import _each_turn, turn_order
@@ -84,10 +82,7 @@ def test_workloads_whose_paths_can_share_a_round_are_paired(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "why"),
-    [
-        ("connections", "latency, produce and consume workloads only"),
-        ("kafka-perf-produce-1KiB", "latency, produce and consume workloads only"),
-    ],
+    [("connections", "latency, produce and consume workloads only")],
 )
 def test_other_workloads_are_refused_before_anything_starts(
     name: str, why: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -107,38 +102,10 @@ def record(path: str, r: int, p99: float) -> dict[str, Any]:
             "proxy": {"cpu_seconds": 0.05, "cpu_user_seconds": 0.01}}  # fmt: skip
 
 
-def test_the_ab_prints_how_far_each_proxys_farthest_round_strayed() -> None:
-    results = {
-        "meta": {"rounds": 3},
-        "paths": {"direct": {}, "haproxy": {}},
-        "workloads": {
-            "latency": {
-                "kind": "latency",
-                "target": "latency",
-                "metrics": [{"key": "p50_ms", "label": "p50", "unit": "ms"}],
-                "runs": [
-                    record("direct", 0, 0.4),
-                    record("haproxy", 0, 0.5),
-                    record("direct", 1, 0.4),
-                    record("haproxy", 1, 0.52),
-                    record("direct", 2, 0.5),
-                    record("haproxy", 2, 0.7),
-                ],
-            }
-        },
-    }
-    header, row = stability_lines(results)
-    assert "farthest round" in header
-    cells = [c.strip() for c in row.split("  ") if c.strip()]
-    # Ratios 1.25, 1.30, 1.40: median 1.30, the farthest 0.10 away.
-    assert cells[:4] == ["latency", "haproxy", "1.30 +-0.10", "no"]
-
-
 def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_another(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """`python -m bench run --paired N`: the idle connections and the Java perf producer
-    run as without it."""
+    """`python -m bench run --paired N`: the idle connections run as without it."""
     from bench.paired import PairedHarness
 
     unpaired: list[str] = []
@@ -154,19 +121,19 @@ def test_a_full_run_leaves_the_workloads_it_cannot_pair_to_run_one_path_after_an
         lambda self, wl, up, proxies, r: paired.append(wl.name) or [],
     )
     opts = bench.harness.Options(
-        workdir=tmp_path, out_json=tmp_path / "results.json", out_md=None, out_png=None, rounds=1
+        workdir=tmp_path, out_json=tmp_path / "results.json", out_md=None, rounds=1
     )
     harness = PairedHarness(opts, 4)
     harness.results["workloads"] = {"latency": {"runs": []}, "produce-1KiB": {"runs": []}}
-    for name in ("kafka-perf-produce-1KiB", "connections", "latency", "produce-1KiB"):
+    for name in ("connections", "latency", "produce-1KiB"):
         harness.run_workload(by_name(name), None, {})  # type: ignore[arg-type]
-    assert unpaired == ["kafka-perf-produce-1KiB", "connections"]
+    assert unpaired == ["connections"]
     assert paired == ["latency", "produce-1KiB"]
 
 
 @pytest.mark.parametrize(
     ("upstream", "own"),
-    [("tansu", ("kproxy-uvloop", "kproxy-asyncio")), ("kafka", ()), ("mock", ())],
+    [("tansu", ("kproxy-uvloop", "kproxy-asyncio")), ("kafka", ())],
 )
 def test_on_tansu_each_proxy_path_has_a_broker_of_its_own(
     upstream: str, own: tuple[str, ...], tmp_path: Path
@@ -179,7 +146,6 @@ def test_on_tansu_each_proxy_path_has_a_broker_of_its_own(
         workdir=tmp_path,
         out_json=tmp_path / "results.json",
         out_md=None,
-        out_png=None,
         paths=["direct", "haproxy", "kproxy-uvloop", "kproxy-asyncio"],
     )
     up = PairedHarness(opts, 4)._make_upstream(upstream)
@@ -198,9 +164,7 @@ def test_turns_are_each_kinds_default_unless_given(
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["latency", *flags])
-    opts = bench.harness.Options(
-        workdir=tmp_path, out_json=tmp_path / "results.json", out_md=None, out_png=None
-    )
+    opts = bench.harness.Options(workdir=tmp_path, out_json=tmp_path / "results.json", out_md=None)
     harness = PairedHarness(opts, args.paired)
     assert harness.turns(by_name("latency")) == latency
     assert harness.turns(by_name("consume-1KiB")) == consume

@@ -72,7 +72,7 @@ def test_runs_are_summarised_as_percentages() -> None:
 
 def test_the_results_page_states_it() -> None:
     empty = {"meta": {}, "machine": {}, "versions": {}, "paths": {}, "workloads": {}}
-    page = report.render_markdown(empty, png_name=None)
+    page = report.render_markdown(empty)
     assert "| CPU taken by the host (steal) per run | - |" in page
 
 
@@ -92,7 +92,7 @@ def test_a_run_records_the_steal_while_its_client_ran(
 
     monkeypatch.setattr(bench.one_run, "generate", generate)
     opts = Options(workloads=["latency"], paths=["direct"], out_json=tmp_path / "results.json",
-                   out_md=None, out_png=None, workdir=tmp_path / "work")  # fmt: skip
+                   out_md=None, workdir=tmp_path / "work")  # fmt: skip
     harness = Harness(opts)
     workload = next(w for w in bench.catalog.workloads(quick=True) if w.name == "latency")
 

@@ -53,13 +53,13 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warms_up: bool, worklo
     monkeypatch.setattr(bench.harness, "prefill", lambda *args, **kwargs: None)
     calls: list[tuple[str, str]] = []
 
-    def generate(wl: Any, up: Any, side: str, bootstrap: str, topic: str, *rest: Any) -> Any:
+    def generate(wl: Any, bootstrap: str, topic: str, *rest: Any) -> Any:
         calls.append((bootstrap, topic))
         return {"messages": 10, "bytes": 10_240, "msg_per_s": 1.0, "mb_per_s": 1.0}
 
     for module in (bench.harness, bench.one_run):  # the warm-up's client and a run's
         monkeypatch.setattr(module, "generate", generate)
-    opts = Options(workloads=[workload], paths=["direct"], rounds=3, out_md=None, out_png=None,
+    opts = Options(workloads=[workload], paths=["direct"], rounds=3, out_md=None,
                    out_json=tmp_path / "results.json", workdir=tmp_path / "work")  # fmt: skip
     harness = Harness(opts)
     wl = next(w for w in workloads(quick=True) if w.name == workload)
@@ -119,7 +119,7 @@ def test_on_apache_kafka_each_path_writes_to_a_broker_holding_no_earlier_run(
     monkeypatch.setattr(bench.one_run, "generate", lambda *args: {"messages": 10, "bytes": 10,
                         "msg_per_s": 1.0, "mb_per_s": 1.0})  # fmt: skip
     opts = Options(workloads=["kafka-produce-1KiB"], paths=["direct", "haproxy"], rounds=2,
-                   out_md=None, out_png=None, out_json=tmp_path / "results.json",
+                   out_md=None, out_json=tmp_path / "results.json",
                    workdir=tmp_path / "work")  # fmt: skip
     harness = Harness(opts)
     wl = next(w for w in workloads(quick=True) if w.name == "kafka-produce-1KiB")

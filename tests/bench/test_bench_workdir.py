@@ -20,7 +20,7 @@ from bench.peers import REPO
 def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path | None) -> Harness:
     monkeypatch.setattr(bench.harness, "software_versions", dict)
     opts = Options(workloads=["latency"], paths=["direct"], out_json=tmp_path / "results.json",
-                   out_md=None, out_png=None, workdir=workdir)  # fmt: skip
+                   out_md=None, workdir=workdir)  # fmt: skip
     return Harness(opts)
 
 

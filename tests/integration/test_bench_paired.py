@@ -152,8 +152,7 @@ def test_a_paired_round_records_every_path_as_a_run_of_its_own(
     Tansu (and haproxy, its side left out of the paths)."""
     monkeypatch.setattr(bench.harness, "software_versions", dict)
     opts = Options(workloads=["latency"], paths=["direct", "kproxy-uvloop"], rounds=2,
-                   scale=0.08, out_json=tmp_path / "results.json", out_md=None,
-                   out_png=None)  # fmt: skip
+                   scale=0.08, out_json=tmp_path / "results.json", out_md=None,)  # fmt: skip
     PairedHarness(opts, segments=2).run()
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["meta"]["paired_segments"] == 2
