@@ -161,6 +161,12 @@ class ClientConnection:
         now = self.last_active = _now()
         svc = self.services
         step = self.session.from_client(data, now, _CLIENT_STEP)
+        if step.as_read and not self.draining:  # the commonest read: sent on as it came
+            upstream = self.upstream
+            if upstream is not None and (to_broker := upstream.transport) is not None:
+                to_broker.write(data)
+                svc.count_requests(step.requests)
+                return
         if step.answers:
             self._write_client(step.answers)
         svc.count_requests(step.requests)
@@ -287,6 +293,15 @@ class ClientConnection:
         now = self.last_active = _now()
         session = self.session
         step = session.from_upstream(data, now, _UPSTREAM_STEP)
+        if step.as_read and not self.draining:  # the commonest read: sent on as it came
+            out = step.to_client
+            if out:  # else a part of a response, kept
+                transport.write(out[0] if self.tls is None else self.tls.send(out))
+                if svc.relayed:
+                    svc.observer.responses_forwarded(step.responses, _now())
+                else:
+                    svc.observe_responses(step, self.node_id, _now())
+            return
         while step.needs_listeners:
             svc.learned(step)
             svc.listeners.open_nodes(step.needs_listeners)

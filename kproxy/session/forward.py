@@ -1,15 +1,18 @@
 """Requests from the client on their way to the broker: each admitted by its route
 (`kproxy.session.admission`), forwarded as it came, rewritten, refused or answered by
-kproxy, in order, until the in-flight limit is reached (sans-IO)."""
+kproxy, in order, until the in-flight limit is reached; and charged to the client's
+quota (sans-IO)."""
 
 from __future__ import annotations
 
 from typing import Final
 
+from kproxy.protocol.apis import FETCH
 from kproxy.protocol.frames import FrameMore, FrameStart
 from kproxy.protocol.headers import parse_request_header
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.rewriter import rewrite
+from kproxy.protocol.throttle import CARRIERS
 from kproxy.protocol.walker import MAX_REQUEST_ENDPOINTS, walk
 from kproxy.session.admission import (
     ANSWER,
@@ -22,7 +25,9 @@ from kproxy.session.admission import (
     closing_error,
     refuse,
 )
+from kproxy.session.inflight import InFlight
 from kproxy.session.order import answer_in_order
+from kproxy.session.quota import QuotaBook
 from kproxy.session.records import Frame
 from kproxy.session.state import SessionState
 from kproxy.session.steps import ClientStep, UpstreamStep
@@ -93,3 +98,29 @@ def forward_requests(
         else:
             out.append(whole)  # one buffer, as read
     return None
+
+
+def charge(session: SessionState, quotas: QuotaBook, step: ClientStep, now: float) -> None:
+    """Charge a read's requests to the client's quota (`kproxy.session.quota`): over
+    it, the last that can carry a throttle carries it, and the step says so."""
+    inflight = session.inflight
+    req: InFlight | None = inflight.peek(inflight.latest_id)
+    client_id = req.client_id if req is not None else session.quota_client_id
+    quota = session.quota
+    # Looked up again when the client id changes or a reload changed the entries
+    # (a client no entry matched may be matched now).
+    if client_id != session.quota_client_id or quotas.generation != session.quota_generation:
+        quota = session.quota = quotas.bucket(client_id, session.client_host, now)
+        session.quota_client_id = client_id
+        session.quota_generation = quotas.generation
+    if quota is None:
+        return
+    ms = quota.charge(step.requests, now)
+    if ms:
+        step.throttle_ms = ms
+    if req is not None and req.api_key in CARRIERS and req.version >= 1:
+        if ms:
+            req.throttle_ms = max(req.throttle_ms, ms)
+        # A Fetch response is charged, and may be throttled, as it passes.
+        if ms or (req.api_key == FETCH and quota.limits_fetch):
+            req.quota = quota

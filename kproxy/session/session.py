@@ -30,11 +30,11 @@ from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.frames import FrameMore, FrameReader, FrameStart
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
-from kproxy.protocol.throttle import CARRIERS, with_throttle
+from kproxy.protocol.throttle import with_throttle
 from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, WalkResult, walk
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from kproxy.session.fast_lane import FAST_LANE, SCANNED_RESPONSES, FastLane, response_is_plain
-from kproxy.session.forward import forward_requests
+from kproxy.session.forward import charge, forward_requests
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.order import request_for
@@ -118,47 +118,29 @@ class ProxySession(SessionState):
             step = into
             step.to_upstream = []
             step.requests = []
-            step.pause_reading = False
-            step.held = 0
-            step.close = None
-            step.throttle_ms = 0
-            step.answers = None
-            step.refused_keys = None
+            if not step.as_read:  # a step made as read set nothing else
+                step.pause_reading = False
+                step.held = 0
+                step.close = None
+                step.throttle_ms = 0
+                step.answers = None
+                step.refused_keys = None
         lane = self._lane
         taken = 0
         if lane is not None and not (self._waiting or self._paused_for_inflight):
             taken = lane.requests(self, data, now, step)
+        quotas = self.quotas
+        charged = quotas is not None and quotas.active
+        if taken == len(data) and not charged:
+            step.as_read = True
+            return step
+        step.as_read = False
         if taken != len(data):
             self._client_general(data[taken:] if taken else data, now, step)
-        quotas = self.quotas
-        if quotas is not None and quotas.active and step.requests and step.close is None:
-            self._charge(quotas, step, now)
+        if charged and step.requests and step.close is None:
+            assert quotas is not None
+            charge(self, quotas, step, now)
         return step
-
-    def _charge(self, quotas: QuotaBook, step: ClientStep, now: float) -> None:
-        """Charge a read's requests to the client's quota (`kproxy.session.quota`): over
-        it, the last that can carry a throttle carries it, and the step says so."""
-        inflight = self.inflight
-        req: InFlight | None = inflight.peek(inflight.latest_id)
-        client_id = req.client_id if req is not None else self.quota_client_id
-        quota = self.quota
-        # Looked up again when the client id changes or a reload changed the entries
-        # (a client no entry matched may be matched now).
-        if client_id != self.quota_client_id or quotas.generation != self.quota_generation:
-            quota = self.quota = quotas.bucket(client_id, self.client_host, now)
-            self.quota_client_id = client_id
-            self.quota_generation = quotas.generation
-        if quota is None:
-            return
-        ms = quota.charge(step.requests, now)
-        if ms:
-            step.throttle_ms = ms
-        if req is not None and req.api_key in CARRIERS and req.version >= 1:
-            if ms:
-                req.throttle_ms = max(req.throttle_ms, ms)
-            # A Fetch response is charged, and may be throttled, as it passes.
-            if ms or (req.api_key == FETCH and quota.limits_fetch):
-                req.quota = quota
 
     def _client_general(self, data: bytes, now: float, step: ClientStep) -> None:
         waited = self._waiting_requests() if self._waiting else 0
@@ -219,23 +201,29 @@ class ProxySession(SessionState):
             step = into
             step.to_client = []
             step.responses = []
-            step.resume_reading = False
-            step.close = None
-            step.more = None
-            step.throttle_ms = 0
-            step.needs_listeners = None
+            if not step.as_read:  # a step made as read set nothing else
+                step.resume_reading = False
+                step.close = None
+                step.more = None
+                step.throttle_ms = 0
+                step.needs_listeners = None
         lane = self._lane
-        taken = 0
         if lane is not None and not (self._waiting or self._paused_for_inflight):
             stream = self.stream
             if stream is not None:
                 if lane.streamed(data, stream, self.upstream_reader):
                     step.to_client.append(data)
+                    step.as_read = True
                     return step
             elif not self.held:
                 taken = lane.responses(self, data, now, step)
-        if taken != len(data):
-            self._upstream_general(data[taken:] if taken else data, now, step)
+                if taken == len(data):
+                    step.as_read = True
+                    return step
+                if taken:
+                    data = data[taken:]
+        step.as_read = False
+        self._upstream_general(data, now, step)
         return step
 
     def _upstream_general(self, data: bytes, now: float, step: UpstreamStep) -> None:

@@ -15,6 +15,7 @@ class ClientStep:
 
     __slots__ = (
         "answers",
+        "as_read",
         "close",
         "held",
         "pause_reading",
@@ -36,6 +37,9 @@ class ClientStep:
         # `refused`); None, no list made, for the many reads that have none.
         self.answers: list[bytes | memoryview] | None = None
         self.refused_keys: list[int] | None = None
+        # The fast lane took the whole read: its requests are forwarded as they were read,
+        # `to_upstream` the read itself, and nothing else of this step is set.
+        self.as_read = False
 
     @property
     def to_client(self) -> list[bytes | memoryview]:
@@ -88,6 +92,7 @@ class UpstreamStep:
     """The result of bytes from the broker (or of the listeners a step asked for)."""
 
     __slots__ = (
+        "as_read",
         "close",
         "more",
         "needs_listeners",
@@ -108,6 +113,10 @@ class UpstreamStep:
         self.throttle_ms = 0
         # Listeners to open first (`nodes_needing_listeners`); None: none.
         self.needs_listeners: list[int] | None = None
+        # The fast lane took the whole read: plain responses sent on as they came (at most
+        # one chunk: the read, or the parts of a small response joined), or a part kept;
+        # nothing else of this step is set.
+        self.as_read = False
 
     def facts(self) -> UpstreamFacts:
         """This step's facts, made at the first one."""
