@@ -71,6 +71,11 @@ FIELD_TYPES: Final[dict[str, str]] = {
     "version": "int",
     "total_ms": "double",
     "upstream_ms": "double",
+    "principal": "string",
+    "client_address": "string",
+    "mechanism": "string",
+    "outcome": "string",
+    "reauthentication": "boolean",
 }
 
 # Fields docs/events.md never writes as null. A line of a known type without one of
@@ -82,6 +87,7 @@ REQUIRED_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "node_discovered": ("node_id", "upstream", "advertised"),
     "connection": ("action", "listener"),
     "request_sample": ("api", "version", "total_ms", "upstream_ms"),
+    "authentication": ("listener", "mechanism", "outcome", "error_code", "reauthentication"),
 }
 
 

@@ -47,6 +47,8 @@ LIVE: Final[dict[str, str]] = {
     "quotas.entries": "at once, established connections included (every rate starts afresh)",
     "quotas.window_seconds": "at once (every rate starts afresh)",
     "quotas.samples": "at once (every rate starts afresh)",
+    "principals.tls_mapping_rules": "new client connections",
+    "principals.oauthbearer_claim": "new client connections",
     "log.level": "at once",
     "shutdown.grace_seconds": "at once",
 }

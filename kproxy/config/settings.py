@@ -36,6 +36,7 @@ from kproxy.config.events import EventSettings, KafkaSinkSettings
 from kproxy.config.limits import LimitSettings
 from kproxy.config.policy import ApiPolicySettings
 from kproxy.config.ports import NodePorts, check_ports
+from kproxy.config.principals import PrincipalSettings
 from kproxy.config.proxy_protocol import ProxyProtocolSettings
 from kproxy.config.quorum import ControllerSettings, QuorumSettings
 from kproxy.config.quotas import QuotaSettings
@@ -299,6 +300,7 @@ class Settings(Section):
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     quorum: QuorumSettings = Field(default_factory=QuorumSettings)
     quotas: QuotaSettings = Field(default_factory=QuotaSettings)
+    principals: PrincipalSettings = Field(default_factory=PrincipalSettings)
 
     @model_validator(mode="before")
     @classmethod

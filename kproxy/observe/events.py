@@ -47,6 +47,7 @@ REDIRECT: Final = "redirect"
 RECOVERY: Final = "recovery"
 NODE_DISCOVERED: Final = "node_discovered"
 CONNECTION: Final = "connection"
+AUTHENTICATION: Final = "authentication"
 REQUEST_SAMPLE: Final = "request_sample"
 EVENT_TYPES: Final = (
     LEADER_CHANGE,
@@ -55,6 +56,7 @@ EVENT_TYPES: Final = (
     NODE_DISCOVERED,
     CONNECTION,
     REQUEST_SAMPLE,
+    AUTHENTICATION,
 )
 
 # Every event type's own fields, in the order they are written (after schema, type,
@@ -83,8 +85,18 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     ),
     RECOVERY: ("topic", "topic_id", "partition", "client_id", "ms", "with_endpoint"),
     NODE_DISCOVERED: ("node_id", "upstream", "advertised"),
-    CONNECTION: ("action", "listener", "cause"),
+    CONNECTION: ("action", "listener", "cause", "principal", "client_address"),
     REQUEST_SAMPLE: ("api", "version", "client_id", "total_ms", "upstream_ms"),
+    AUTHENTICATION: (
+        "listener",
+        "client_address",
+        "client_id",
+        "mechanism",
+        "outcome",
+        "principal",
+        "error_code",
+        "reauthentication",
+    ),
 }
 COMMON_FIELDS: Final = ("schema", "type", "ts", "proxy")
 

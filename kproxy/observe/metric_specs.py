@@ -150,6 +150,14 @@ REQUESTS_REFUSED = MetricSpec(
     "answered with the authorization error a broker would send, or the connection closed "
     "where the API has no response (acks=0 Produce).",
 )
+AUTHENTICATIONS = MetricSpec(
+    "kproxy_authentications_total",
+    COUNTER,
+    ("listener", "mechanism", "outcome"),
+    "Clients' SASL exchanges that ended, by listener, mechanism (PLAIN, SCRAM-SHA-256, "
+    "SCRAM-SHA-512, OAUTHBEARER, GSSAPI or other) and outcome (success, failure), as the "
+    "broker answered them; re-authentications (KIP-368) included.",
+)
 NODES_DISCOVERED = MetricSpec(
     "kproxy_nodes_discovered_total",
     COUNTER,

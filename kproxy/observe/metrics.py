@@ -107,6 +107,7 @@ class KproxyMetrics:
         self.config_values_redacted = cast(Counter, made[specs.CONFIG_VALUES_REDACTED])
         self.responses_trimmed = cast(Counter, made[specs.RESPONSES_TRIMMED])
         self.requests_refused = cast(Counter, made[specs.REQUESTS_REFUSED])
+        self.authentications = cast(Counter, made[specs.AUTHENTICATIONS])
         self.api_versions_clamped = cast(Counter, made[specs.API_VERSIONS_CLAMPED])
         self.connections_opened = cast(Counter, made[specs.CONNECTIONS_OPENED])
         self.connections_active = cast(Gauge, made[specs.CONNECTIONS_ACTIVE])

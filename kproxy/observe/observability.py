@@ -10,8 +10,10 @@ from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any
 
 from kproxy.config.events import PROXY_BOOTSTRAP
+from kproxy.observe import authentication as described
 from kproxy.observe.event_sink import EventSink
 from kproxy.observe.events import (
+    AUTHENTICATION,
     CONNECTION,
     LEADER_CHANGE,
     NODE_DISCOVERED,
@@ -28,6 +30,7 @@ from kproxy.observe.sampling import next_gap, sample_fields
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.runtime.observer import ProxyObserver
+from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen
 from kproxy.session.quota import QuotaBook
 
@@ -143,13 +146,21 @@ class Observability(ProxyObserver):
             events.emit(event_type, fields)
 
     # -- ProxyObserver ---------------------------------------------------------------------
-    def connection_opened(self, listener: str) -> None:
+    def connection_opened(self, listener: str, address: str | None = None) -> None:
         self.metrics.connection_opened(listener)
-        self._emit(CONNECTION, {"action": "open", "listener": listener, "cause": None})
+        self._emit(CONNECTION, described.connection_fields("open", listener, None, None, address))
 
-    def connection_closed(self, listener: str, cause: str) -> None:
+    def connection_closed(
+        self, listener: str, cause: str, principal: str | None = None, address: str | None = None
+    ) -> None:
         self.metrics.connection_closed(listener, cause)
-        self._emit(CONNECTION, {"action": "close", "listener": listener, "cause": cause})
+        self._emit(
+            CONNECTION, described.connection_fields("close", listener, cause, principal, address)
+        )
+
+    def authenticated(self, listener: str, address: str, auth: Authentication) -> None:
+        self.metrics.authentications.labels(*described.authentication_labels(listener, auth)).inc()
+        self._emit(AUTHENTICATION, described.authentication_fields(listener, address, auth))
 
     def quotas_configured(self, book: QuotaBook) -> None:
         self.metrics.quotas.book = book

@@ -21,6 +21,7 @@ from kproxy.runtime.tls import TlsServerLayer
 from kproxy.runtime.upstream import UpstreamConnection, dial
 from kproxy.runtime.write_buffer import limit_write_buffer, write_pieces
 from kproxy.session import ClientStep, ProxySession, UpstreamStep
+from kproxy.session.identity import ANONYMOUS
 
 log = logging.getLogger("kproxy.connection")
 # The steps every connection's reads are made into, one each way, emptied by the session
@@ -91,6 +92,7 @@ class ClientConnection:
                 services.awaiting_success,
                 quotas=services.quotas,
             )
+            self.session.oauthbearer_claim = services.principals.claim
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
         self.closed = False
@@ -140,6 +142,11 @@ class ClientConnection:
     @property
     def peer_ip(self) -> str:
         return "?" if self.address is None else str(self.address[0])
+
+    @property
+    def principal(self) -> str:
+        identity = self.session.identity
+        return ANONYMOUS if identity is None else identity.principal
 
     @property
     def handshaking(self) -> bool:
@@ -208,10 +215,14 @@ class ClientConnection:
         if received.closed:
             self.close("client_closed")
             return b""
-        if handshaking and self.tls.established and self.services.addresses.sni is not None:
-            # SNI: the name the client asked for says which node this connection is for
-            # (the handshake already refused any other name).
-            self.node_id = self.services.addresses.sni_target(self.tls.server_name)[1]
+        if handshaking and self.tls.established:
+            if self.services.addresses.sni is not None:
+                # SNI: the name the client asked for says which node this connection is
+                # for (the handshake already refused any other name).
+                self.node_id = self.services.addresses.sni_target(self.tls.server_name)[1]
+            subject = self.tls.peer_subject()  # mTLS: the certificate names the principal
+            if not self.services.principals.certificate(self, self.session, subject):
+                return b""
         return received.plaintext
 
     def _write_client(self, chunks: list[bytes | memoryview]) -> None:
@@ -327,6 +338,8 @@ class ClientConnection:
             svc.observe_responses(step, self.node_id, _now())
         if more is not None and more.refused:
             svc.refused(self, more.refused)
+        if more is not None and more.authentications:
+            svc.principals.authenticated(self, more.authentications)
         if step.resume_reading:
             self._resume("in_flight")
         if step.throttle_ms:  # a Fetch response over its quota (KIP-219)

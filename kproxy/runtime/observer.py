@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 
 from kproxy.protocol.walker import LeaderObservation
+from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen
 from kproxy.session.quota import QuotaBook
 
@@ -16,7 +17,7 @@ from kproxy.session.quota import QuotaBook
 class ProxyObserver:
     """No-op base: subclasses override what they record."""
 
-    def connection_opened(self, listener: str) -> None:
+    def connection_opened(self, listener: str, address: str | None = None) -> None:
         pass
 
     def clients_awaiting_success(self) -> Container[str]:
@@ -29,8 +30,13 @@ class ProxyObserver:
         """(leader id, epoch) of the KRaft quorum, when kproxy has seen one."""
         return None
 
-    def connection_closed(self, listener: str, cause: str) -> None:
+    def connection_closed(
+        self, listener: str, cause: str, principal: str | None = None, address: str | None = None
+    ) -> None:
         pass
+
+    def authenticated(self, listener: str, address: str, auth: Authentication) -> None:
+        """A client's SASL exchange ended (`kproxy.session.identity`)."""
 
     def quotas_configured(self, book: QuotaBook) -> None:
         """The client quotas every connection charges (read at each scrape)."""

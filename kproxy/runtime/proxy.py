@@ -21,6 +21,7 @@ from kproxy.runtime.discovery import ClusterDiscovery, NodeReports
 from kproxy.runtime.listeners import BOOTSTRAP, ListenerSet
 from kproxy.runtime.mapping import AddressMap
 from kproxy.runtime.observer import ProxyObserver
+from kproxy.runtime.principals import Principals
 from kproxy.runtime.quorum import QuorumMap, controller_listener_name
 from kproxy.runtime.quotas import configure as configure_quotas
 from kproxy.runtime.quotas import quota_book
@@ -101,6 +102,7 @@ class Proxy:
         self.registry = ConnectionRegistry(self.observer, limits)
         self.quotas = quota_book(settings.quotas)
         self.observer.quotas_configured(self.quotas)
+        self.principals = Principals(settings.principals, self.observer)
         self.services = ConnectionServices(
             self.addresses,
             self.listeners,
@@ -120,6 +122,7 @@ class Proxy:
             if lst.proxy_protocol is not None and lst.proxy_protocol.mode != "off"
             else None,
             self.quotas,
+            self.principals,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._accept_errors = RateLimitedLog(log)
@@ -193,6 +196,7 @@ class Proxy:
         self.reports.max_node_id = lst.max_node_id
         self.registry.set_limits(limits)
         configure_quotas(self.quotas, settings.quotas)
+        self.principals.configure(settings.principals)
 
     def reload_certificates(self, trigger: str) -> bool:
         """SIGHUP: load the listeners' TLS files again (True when there are none)."""

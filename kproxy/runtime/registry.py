@@ -39,6 +39,9 @@ class Connection(Protocol):
     @property
     def handshaking(self) -> bool: ...
 
+    @property
+    def principal(self) -> str: ...
+
     def drain(self, cause: str = "shutdown") -> None: ...
 
     def close(self, cause: str) -> None: ...
@@ -115,7 +118,7 @@ class ConnectionRegistry:
         if conn.preamble is None:
             self.per_ip[conn.peer_ip] += 1
         self.empty.clear()
-        self.observer.connection_opened(conn.listener)
+        self.observer.connection_opened(conn.listener, conn.peer_ip)
         return True
 
     def address_known(self, conn: Connection, address: tuple[str, int] | None) -> bool:
@@ -164,7 +167,7 @@ class ConnectionRegistry:
                 if self.per_ip[ip] <= 0:
                     del self.per_ip[ip]
             self.expires.pop(conn, None)
-            self.observer.connection_closed(conn.listener, cause)
+            self.observer.connection_closed(conn.listener, cause, conn.principal, conn.peer_ip)
             if not self.connections:
                 self.empty.set()
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import ssl
 
+from kproxy.config.principals import PrincipalSettings
 from kproxy.config.proxy_protocol import ProxyProtocolSettings
 from kproxy.protocol.apis import api_name
 from kproxy.runtime.discovery import ClusterDiscovery, NodeReports
 from kproxy.runtime.listeners import ListenerSet
 from kproxy.runtime.mapping import AddressMap
 from kproxy.runtime.observer import ProxyObserver
+from kproxy.runtime.principals import Principals
 from kproxy.runtime.quorum import QuorumMap
 from kproxy.runtime.ratelog import RateLimitedLog
 from kproxy.runtime.registry import Connection, ConnectionRegistry
@@ -46,9 +48,12 @@ class ConnectionServices:
         quorum: QuorumMap | None = None,
         proxy_protocol: ProxyProtocolSettings | None = None,
         quotas: QuotaBook | None = None,
+        principals: Principals | None = None,
     ) -> None:
         self.addresses = addresses
         self.listeners = listeners
+        # Who is calling: the principals settings in force (kproxy.runtime.principals).
+        self.principals = principals or Principals(PrincipalSettings(), observer)
         self.discovery = discovery
         # Whether a response has been relayed: one native flag read per response, where
         # `discovery.reached` is an attribute of a Python object (mark_reached is idempotent).

@@ -216,6 +216,17 @@ class TlsServerLayer:
         outgoing = self._outgoing
         return TlsReceived(plaintext, outgoing.read() if outgoing.pending else b"", None, closed)
 
+    def peer_subject(self) -> str | None:
+        """The client certificate's subject as RFC 2253 writes it (as Java's X500Principal
+        does, whose text Kafka's principal mapping rules match), once the handshake is
+        done; None when the client sent no certificate."""
+        der = self._tls.getpeercert(binary_form=True)
+        if not der:
+            return None
+        from cryptography import x509  # only for a client that sent a certificate
+
+        return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+
     @property
     def server_name(self) -> str | None:
         """The name the client asked for (SNI), once the handshake has read it."""

@@ -19,7 +19,8 @@ as they would to a broker:
   authorization error a broker sends (`refuse`);
 * SaslHandshake v0 is refused: raw SASL tokens follow it with no Kafka header, which
   kproxy cannot frame-check; every client since Kafka 1.0 uses v1 + SaslAuthenticate
-  (KIP-152).
+  (KIP-152). SaslHandshake v1 and SaslAuthenticate pass, read on their way by the
+  general path for the principal they name (`kproxy.session.identity`).
 
 These rules are written once, in `route_of`, as a route for each (API key, version):
 the general path and the fast lane (`kproxy.session.fast_lane`) both read the one
@@ -36,6 +37,7 @@ from kproxy.protocol.apis import (
     APIS,
     CONTROLLER_PLANE_APIS,
     PRODUCE,
+    SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
     WALKED_REQUESTS,
     api_name,
@@ -54,8 +56,10 @@ CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
 
 # What happens to a request: forwarded as it came, walked (it may carry endpoints),
 # answered with the policy's authorization error, answered by kproxy (an ApiVersions
-# version it does not know, KIP-511), or its connection closed (`check_request` says why).
-FORWARD, WALK, DENY, ANSWER, CLOSE = range(5)
+# version it does not know, KIP-511), its connection closed (`check_request` says why),
+# or forwarded as it came and read for who the client is (SASL).
+FORWARD, WALK, DENY, ANSWER, CLOSE, IDENTIFY = range(6)
+SASL_APIS = frozenset((SASL_HANDSHAKE, SASL_AUTHENTICATE))
 
 
 def route_of(key: int, version: int, refused_apis: frozenset[int], denied: frozenset[int]) -> int:
@@ -71,6 +75,8 @@ def route_of(key: int, version: int, refused_apis: frozenset[int], denied: froze
         return DENY
     if key in WALKED_REQUESTS and can_walk(key, version, True):
         return WALK
+    if key in SASL_APIS:
+        return IDENTIFY
     return FORWARD
 
 

@@ -33,7 +33,14 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Final
 
-from kproxy.protocol.apis import API_VERSIONS, FETCH, PRODUCE, WALKED_RESPONSES
+from kproxy.protocol.apis import (
+    API_VERSIONS,
+    FETCH,
+    PRODUCE,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    WALKED_RESPONSES,
+)
 from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.fetch_scan import fetch_response_is_plain
@@ -49,6 +56,9 @@ from kproxy.session.streaming import StreamedResponse
 # The walked responses with a scan that tells, exactly and cheaply, that a response has
 # nothing to act on (no error, no KIP-951 leader hint or endpoints): its walk is skipped.
 SCANNED_RESPONSES: Final = frozenset((PRODUCE, FETCH))
+# Responses the general path reads though nothing in them changes: ApiVersions (kproxy
+# may clamp it), SASL (the principal it confirms, `kproxy.session.identity`).
+GENERAL_RESPONSES: Final = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
 
 
 def response_is_plain(
@@ -245,7 +255,7 @@ def _response(
             body += 1
         if not response_is_plain(data, body, stop, req, awaiting_success):
             return None
-    elif key == API_VERSIONS:
+    elif key in GENERAL_RESPONSES:
         return None
     inflight.answered(correlation_id)
     return req

@@ -19,12 +19,14 @@ from kproxy.session.admission import (
     CLOSE,
     DENY,
     FORWARD,
+    IDENTIFY,
     WALK,
     admit,
     api_versions_fallback,
     closing_error,
     refuse,
 )
+from kproxy.session.identity import Identity, sasl_request
 from kproxy.session.inflight import InFlight
 from kproxy.session.order import answer_in_order
 from kproxy.session.quota import QuotaBook
@@ -85,7 +87,11 @@ def forward_requests(
             answer_in_order(answer, inflight, session.held, session.stream, answers)
             continue
         admit(hdr, head, len(head), now, admitted, inflight)
-        if route == WALK:
+        if route == IDENTIFY:
+            if session.identity is None:
+                session.identity = Identity(session.oauthbearer_claim)
+            sasl_request(session.identity, hdr, head)
+        elif route == WALK:
             result = walk(
                 head, hdr.body_offset, hdr.api_key, hdr.api_version, True, MAX_REQUEST_ENDPOINTS
             )

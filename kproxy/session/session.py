@@ -32,9 +32,10 @@ from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
 from kproxy.protocol.throttle import with_throttle
 from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, WalkResult, walk
-from kproxy.session.admission import CLIENT_REFUSED_APIS
+from kproxy.session.admission import CLIENT_REFUSED_APIS, SASL_APIS
 from kproxy.session.fast_lane import FAST_LANE, SCANNED_RESPONSES, FastLane, response_is_plain
 from kproxy.session.forward import charge, forward_requests
+from kproxy.session.identity import sasl_response
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.order import request_for
@@ -276,6 +277,10 @@ class ProxySession(SessionState):
         nodes it names that need a listener before it may be sent go into `needed`."""
         req = request_for(self.inflight, frame)
         key = req.api_key
+        if key in SASL_APIS and self.identity is not None:  # kproxy.session.identity
+            ended = sasl_response(self.identity, req, frame)
+            if ended is not None:
+                step.facts().authentications.append(ended)
         walked: WalkResult | None = None
         whole = self.upstream_reader.take_whole()  # this response, when it came alone
         if key in WALKED_RESPONSES:

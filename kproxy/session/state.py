@@ -11,6 +11,7 @@ from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.walker import Endpoint
 from kproxy.session.admission import CLIENT_REFUSED_APIS, admission_for
+from kproxy.session.identity import Identity
 from kproxy.session.mapping import AddressMapping
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.quota import QuotaBook, QuotaBucket
@@ -35,12 +36,14 @@ class SessionState:
         "client_reader",
         "controllers",
         "held",
+        "identity",
         "inflight",
         "lane_client_id",
         "lane_client_id_raw",
         "limits",
         "mapping",
         "max_in_flight",
+        "oauthbearer_claim",
         "policy",
         "quota",
         "quota_client_id",
@@ -93,6 +96,10 @@ class SessionState:
         self.quota: QuotaBucket | None = None
         self.quota_client_id: str | None = None
         self.quota_generation = -1  # the book's generation `quota` was found under
+        # Who is calling (`kproxy.session.identity`): None, no object an idle connection
+        # holds, until TLS or a SASL exchange says (anonymous until then).
+        self.identity: Identity | None = None
+        self.oauthbearer_claim = "sub"  # the claim that names an OAUTHBEARER client
 
     def cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         """Where a request's endpoint is in the cluster (the client named kproxy's)."""

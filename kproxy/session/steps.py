@@ -6,6 +6,7 @@ read); the tuples they carry (`SessionClose`, `NodeLearned`) are in
 
 from __future__ import annotations
 
+from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen
 from kproxy.session.records import NodeLearned, SessionClose
 
@@ -62,6 +63,7 @@ class UpstreamFacts:
     `more`): most reads have none."""
 
     __slots__ = (
+        "authentications",
         "clamped",
         "learned",
         "redacted",
@@ -86,6 +88,8 @@ class UpstreamFacts:
         self.streamed: list[tuple[int, str]] = []
         # Responses with bytes after their message, kept from the client: (api key, bytes).
         self.trimmed: list[tuple[int, int]] = []
+        # SASL exchanges these responses ended (`kproxy.session.identity`).
+        self.authentications: list[Authentication] = []
 
 
 class UpstreamStep:

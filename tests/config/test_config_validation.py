@@ -373,7 +373,7 @@ def test_admin_port_collision_ignored_when_disabled_or_os_chosen() -> None:
 
 ALLOWED = {
     "": "cluster, listeners, limits, admin, metrics, events, shutdown, log, runtime, quorum,"
-    " quotas",
+    " quotas, principals",
     "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds, tls, sasl",
     "listeners": "bind_host, advertised_host, bootstrap_port, broker_port_base,"
     " node_port_overrides, max_node_id, role, tls, sni, name, api_policy, proxy_protocol",

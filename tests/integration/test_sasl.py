@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.event_files import read_lines
 from tests.java_perf import java_produce
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
@@ -374,3 +375,134 @@ def test_readiness_with_and_without_credentials(
         )
         assert "authentication failed: SCRAM-SHA-256:" in bad.log()
         assert "wr0ng-pass-77" not in bad.log()
+
+
+# -- who is calling (kproxy.session.identity) ------------------------------------------------
+
+
+def authentications(kproxy: KproxyProcess, client_id: str) -> list[dict[str, Any]]:
+    """The `authentication` events of one client id, in the order written."""
+    return [
+        line
+        for line in read_lines(kproxy.tmp / "events")
+        if line["type"] == "authentication" and line["client_id"] == client_id
+    ]
+
+
+def first_authentication(kproxy: KproxyProcess, client_id: str) -> dict[str, Any]:
+    found = wait_until(
+        lambda: authentications(kproxy, client_id), 30, what=f"{client_id} authenticated"
+    )
+    return found[0]
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"])
+def test_each_mechanism_names_its_principal(mechanism: str, kproxy: KproxyProcess) -> None:
+    """The name read from the client's own tokens, taken once the broker said yes."""
+    from confluent_kafka import Producer
+
+    client_id = f"who-{mechanism.lower()}"
+    before = kproxy.metric("kproxy_authentications_total", mechanism=mechanism, outcome="success")
+    producer = Producer(
+        {"bootstrap.servers": kproxy.bootstrap, "client.id": client_id, **client_sasl(mechanism)}
+    )
+    producer.produce(TOPIC, b"who")
+    assert producer.flush(30) == 0
+    event = first_authentication(kproxy, client_id)
+    assert (event["mechanism"], event["outcome"], event["principal"]) == (
+        mechanism,
+        "success",
+        "User:alice",
+    )
+    assert event["error_code"] == 0 and event["reauthentication"] is False
+    assert event["client_address"] == "127.0.0.1" and event["listener"] == "bootstrap"
+    assert (
+        kproxy.metric("kproxy_authentications_total", mechanism=mechanism, outcome="success")
+        > before
+    )
+    assert f"authenticated as User:alice ({mechanism})" in kproxy.log()
+
+
+def test_the_java_client_is_named_too(
+    kafka: KafkaCluster, kproxy: KproxyProcess, tmp_path: Path
+) -> None:
+    properties = tmp_path / "client.properties"
+    properties.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+        f"sasl.jaas.config={JAVA_JAAS['SCRAM-SHA-256']}\nclient.id=who-java\n"
+    )
+    java_produce(kafka, kproxy.bootstrap, TOPIC, 10, properties)
+    event = first_authentication(kproxy, "who-java")
+    assert (event["outcome"], event["principal"]) == ("success", "User:alice")
+
+
+def test_a_failed_authentication_stays_anonymous(kproxy: KproxyProcess) -> None:
+    """The name the client claimed is reported with the broker's error; the connection's
+    principal never becomes it."""
+    from confluent_kafka import Producer
+
+    client_id = "who-wrong"
+    producer = Producer(
+        {
+            "bootstrap.servers": kproxy.bootstrap,
+            "client.id": client_id,
+            "error_cb": lambda _err: None,
+            **client_sasl("SCRAM-SHA-256", password="not-alices-secret"),
+        }
+    )
+    producer.poll(0.1)
+    event = first_authentication(kproxy, client_id)
+    assert (event["outcome"], event["principal"], event["error_code"]) == (
+        "failure",
+        "User:alice",
+        58,  # SASL_AUTHENTICATION_FAILED
+    )
+    assert not [e for e in authentications(kproxy, client_id) if e["outcome"] == "success"]
+    assert "failed to authenticate with SCRAM-SHA-256 as User:alice: error 58" in kproxy.log()
+
+
+def test_re_authentication_keeps_the_principal(kproxy: KproxyProcess) -> None:
+    """KIP-368: every REAUTH_MS the client authenticates its connections again."""
+    from confluent_kafka import Producer
+
+    client_id = "who-again"
+    producer = Producer(
+        {"bootstrap.servers": kproxy.bootstrap, "client.id": client_id, **client_sasl("PLAIN")}
+    )
+
+    def again() -> list[dict[str, Any]]:
+        producer.produce(TOPIC, b"again")
+        producer.poll(0.05)
+        return [e for e in authentications(kproxy, client_id) if e["reauthentication"]]
+
+    reauthenticated = wait_until(again, 30, what="a re-authentication")
+    assert producer.flush(30) == 0
+    assert {(e["outcome"], e["principal"]) for e in reauthenticated} == {("success", "User:alice")}
+
+
+def test_no_secret_reaches_a_log_an_event_or_a_metric(kproxy: KproxyProcess) -> None:
+    """Passwords, SCRAM proofs and bearer tokens pass through kproxy and are never
+    written: every test of this module has run through this kproxy by now."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": kproxy.bootstrap,
+            "client.id": "who-oauth",
+            **client_sasl("OAUTHBEARER"),
+        }
+    )
+    producer.produce(TOPIC, b"token")
+    assert producer.flush(30) == 0
+    first_authentication(kproxy, "who-oauth")
+    written = "\n".join(
+        [
+            kproxy.log(),
+            kproxy.metrics_text(),
+            *(p.read_text() for p in (kproxy.tmp / "events").glob("events-*.jsonl")),
+        ]
+    )
+    for secret in (*PASSWORDS.values(), "not-alices-secret"):
+        assert secret not in written
+    assert "eyJ" not in written  # a JWT's header, base64url of '{"'
+    assert ",p=" not in written and "n,," not in written  # SCRAM messages

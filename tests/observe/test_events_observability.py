@@ -21,6 +21,7 @@ from kproxy.config.settings import ClusterSettings, EventSettings, MetricsSettin
 from kproxy.observe.events import COMMON_FIELDS, EVENT_FIELDS, EVENT_TYPES
 from kproxy.observe.observability import Observability
 from kproxy.protocol.walker import LeaderObservation
+from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen, response_seen
 from tests.event_files import REPO, TS_RE, read_lines
 
@@ -60,7 +61,8 @@ def drive(o: Observability) -> None:
     o.leaders(0, "app", 2, [obs(0, 0, None, None, False)], frozenset())
     o.leaders(3, "app", None, [obs(1, 0, 2, 6, False)], frozenset())
     o.leaders(0, "app", 2, [obs(1, 0, None, None, False)], frozenset())
-    o.connection_closed("node-1", "client_closed")
+    o.connection_closed("node-1", "client_closed", "User:alice", "127.0.0.1")
+    o.authenticated("node-1", "127.0.0.1", Authentication("PLAIN", "User:alice", True, 0, False))
 
 
 def test_every_event_type_has_exactly_its_documented_fields(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.proxy_header_errors.labels("untrusted").inc()
     m.requests_held.labels("bootstrap").inc(3)
     m.requests_refused.labels("CreateTopics", "bootstrap").inc()
+    m.authentications.labels("bootstrap", "PLAIN", "success").inc()
     m.config_values_redacted.labels("DescribeConfigs").inc(2)
     m.responses_trimmed.labels("Metadata").inc()
     m.hot.response_streamed(1, "padded")

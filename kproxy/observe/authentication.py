@@ -1,0 +1,50 @@
+"""What a `connection` event says of a client, and what an `authentication` event and
+`kproxy_authentications_total` say of its SASL exchange
+(`kproxy.session.identity.Authentication`)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kproxy.session.identity import Authentication
+
+# The mechanisms a metric label names; any other (a client names what it likes in its
+# SaslHandshake) is counted as "other", so that no client grows the label set.
+MECHANISM_LABELS: Final = frozenset(
+    ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+)
+# An event's mechanism is the client's text, cut to this length.
+MECHANISM_TEXT_LIMIT: Final = 64
+
+
+def connection_fields(
+    action: str, listener: str, cause: str | None, principal: str | None, address: str | None
+) -> dict[str, Any]:
+    """A `connection` event's own fields (docs/events.md)."""
+    return {
+        "action": action,
+        "listener": listener,
+        "cause": cause,
+        "principal": principal,
+        "client_address": address,
+    }
+
+
+def authentication_labels(listener: str, auth: Authentication) -> tuple[str, str, str]:
+    """`kproxy_authentications_total`'s labels: listener, mechanism, outcome."""
+    mechanism = auth.mechanism if auth.mechanism in MECHANISM_LABELS else "other"
+    return listener, mechanism, "success" if auth.succeeded else "failure"
+
+
+def authentication_fields(listener: str, address: str, auth: Authentication) -> dict[str, Any]:
+    """An `authentication` event's own fields (docs/events.md)."""
+    return {
+        "listener": listener,
+        "client_address": address,
+        "client_id": auth.client_id,
+        "mechanism": auth.mechanism[:MECHANISM_TEXT_LIMIT],
+        "outcome": "success" if auth.succeeded else "failure",
+        "principal": auth.principal,
+        "error_code": auth.error_code,
+        "reauthentication": auth.reauthentication,
+    }
