@@ -270,6 +270,11 @@ class AdminSettings(Section):
 
 class MetricsSettings(Section):
     topic_labels: Bool = Field(False, description="label per-topic metrics (cardinality!)")
+    principal_labels: Annotated[int, Strict(), Field(ge=0, le=10_000)] = Field(
+        0,
+        description="label two metrics with the principal, at most this many principals "
+        "(the first seen; later ones counted as other); 0: none",
+    )
 
 
 class ShutdownSettings(Section):

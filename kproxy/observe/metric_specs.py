@@ -3,7 +3,8 @@
 Conventions (https://prometheus.io/docs/practices/naming/): a `kproxy_` prefix,
 `_total` on counters, base units (`_seconds`, `_bytes`) in the name. Labels are
 bounded: no client id and no partition ever becomes a label; a topic only does when
-the operator asks for it (`metrics.topic_labels: true`), on one metric.
+the operator asks for it (`metrics.topic_labels: true`), on one metric; a principal
+only when asked for (`metrics.principal_labels: N`), on two, and then at most N of them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class MetricSpec(NamedTuple):
     help: str
     buckets: tuple[float, ...] = ()
     topic_labels_only: bool = False  # registered only with metrics.topic_labels: true
+    principal_labels_only: bool = False  # registered only with metrics.principal_labels: N
 
 
 LEADER_CHANGES = MetricSpec(
@@ -157,6 +159,23 @@ AUTHENTICATIONS = MetricSpec(
     "Clients' SASL exchanges that ended, by listener, mechanism (PLAIN, SCRAM-SHA-256, "
     "SCRAM-SHA-512, OAUTHBEARER, GSSAPI or other) and outcome (success, failure), as the "
     "broker answered them; re-authentications (KIP-368) included.",
+)
+PRINCIPAL_AUTHENTICATIONS = MetricSpec(
+    "kproxy_principal_authentications_total",
+    COUNTER,
+    ("principal", "outcome"),
+    "Clients' SASL exchanges that ended, by principal (the name claimed, for a failure) "
+    "and outcome; only with metrics.principal_labels: N, the first N principals seen "
+    "labelled, every later one counted as `other`.",
+    principal_labels_only=True,
+)
+PRINCIPAL_CONNECTIONS_CLOSED = MetricSpec(
+    "kproxy_principal_connections_closed_total",
+    COUNTER,
+    ("principal",),
+    "Client connections closed, by the principal they had last (User:ANONYMOUS when "
+    "nothing named one); only with metrics.principal_labels: N, as above.",
+    principal_labels_only=True,
 )
 NODES_DISCOVERED = MetricSpec(
     "kproxy_nodes_discovered_total",

@@ -74,6 +74,7 @@ class KproxyMetrics:
         self,
         *,
         topic_labels: bool = False,
+        principal_labels: int = 0,
         registry: CollectorRegistry | None = None,
         runtime_collectors: bool = True,
     ) -> None:
@@ -84,6 +85,7 @@ class KproxyMetrics:
             spec: _make(spec, reg)
             for spec in METRICS
             if (topic_labels or not spec.topic_labels_only)
+            and (principal_labels or not spec.principal_labels_only)
             and spec not in HOT_PATH_SPECS
             and spec not in QUOTA_SPECS
         }
@@ -108,6 +110,15 @@ class KproxyMetrics:
         self.responses_trimmed = cast(Counter, made[specs.RESPONSES_TRIMMED])
         self.requests_refused = cast(Counter, made[specs.REQUESTS_REFUSED])
         self.authentications = cast(Counter, made[specs.AUTHENTICATIONS])
+        # metrics.principal_labels: the principals labelled so far, at most that many.
+        self.principal_labels = principal_labels
+        self.labelled_principals: set[str] = set()
+        self.principal_authentications = cast(
+            Counter | None, made.get(specs.PRINCIPAL_AUTHENTICATIONS)
+        )
+        self.principal_connections_closed = cast(
+            Counter | None, made.get(specs.PRINCIPAL_CONNECTIONS_CLOSED)
+        )
         self.api_versions_clamped = cast(Counter, made[specs.API_VERSIONS_CLAMPED])
         self.connections_opened = cast(Counter, made[specs.CONNECTIONS_OPENED])
         self.connections_active = cast(Gauge, made[specs.CONNECTIONS_ACTIVE])
@@ -177,9 +188,30 @@ class KproxyMetrics:
         self.connections_opened.labels(listener).inc()
         self.connections_active.labels(listener).inc()
 
-    def connection_closed(self, listener: str, cause: str) -> None:
+    def connection_closed(self, listener: str, cause: str, principal: str | None = None) -> None:
         self.connections_closed.labels(listener, cause).inc()
         self.connections_active.labels(listener).dec()
+        closed = self.principal_connections_closed
+        if closed is not None and principal is not None:
+            closed.labels(self.principal_label(principal)).inc()
+
+    def authenticated(self, labels: tuple[str, str, str], principal: str | None) -> None:
+        """A SASL exchange ended: (listener, mechanism, outcome), and its principal."""
+        self.authentications.labels(*labels).inc()
+        counted = self.principal_authentications
+        if counted is not None and principal is not None:
+            counted.labels(self.principal_label(principal), labels[2]).inc()
+
+    def principal_label(self, principal: str) -> str:
+        """The principal itself while fewer than `principal_labels` have been labelled,
+        or it is one of them; `other` after that: a principal is chosen by clients."""
+        seen = self.labelled_principals
+        if principal in seen:
+            return principal
+        if len(seen) < self.principal_labels:
+            seen.add(principal)
+            return principal
+        return "other"
 
     def event_written(self, sink: str, event_type: str, count: int = 1) -> None:
         """Called by the event log's writer thread, or librdkafka's delivery reports

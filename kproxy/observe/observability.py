@@ -59,6 +59,7 @@ class Observability(ProxyObserver):
         self.instance = instance or instance_id()
         self.metrics = KproxyMetrics(
             topic_labels=settings.metrics.topic_labels,
+            principal_labels=settings.metrics.principal_labels,
             registry=registry,
             runtime_collectors=runtime_collectors,
         )
@@ -153,13 +154,12 @@ class Observability(ProxyObserver):
     def connection_closed(
         self, listener: str, cause: str, principal: str | None = None, address: str | None = None
     ) -> None:
-        self.metrics.connection_closed(listener, cause)
-        self._emit(
-            CONNECTION, described.connection_fields("close", listener, cause, principal, address)
-        )
+        self.metrics.connection_closed(listener, cause, principal)
+        fields = described.connection_fields("close", listener, cause, principal, address)
+        self._emit(CONNECTION, fields)
 
     def authenticated(self, listener: str, address: str, auth: Authentication) -> None:
-        self.metrics.authentications.labels(*described.authentication_labels(listener, auth)).inc()
+        self.metrics.authenticated(described.authentication_labels(listener, auth), auth.principal)
         self._emit(AUTHENTICATION, described.authentication_fields(listener, address, auth))
 
     def quotas_configured(self, book: QuotaBook) -> None:

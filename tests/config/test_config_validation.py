@@ -384,7 +384,7 @@ ALLOWED = {
         " connection_age_jitter, max_connection_creation_rate"
     ),
     "admin": "enabled, bind_host, port, topology, request_timeout_seconds",
-    "metrics": "topic_labels",
+    "metrics": "topic_labels, principal_labels",
     "events": "enabled, sink, dir, max_file_bytes, rotate_seconds, queue_size, "
     "request_sample_rate, kafka",
     "shutdown": "grace_seconds",

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import pytest
+from prometheus_client import generate_latest
 
 from kproxy.observe.metrics import (
     COUNTER,
@@ -27,7 +28,7 @@ UNIT_SUFFIXES = ("_seconds", "_bytes")
 
 def exercised(topic_labels: bool = True) -> KproxyMetrics:
     """Metrics with at least one sample in every labelled family."""
-    m = KproxyMetrics(topic_labels=topic_labels)
+    m = KproxyMetrics(topic_labels=topic_labels, principal_labels=2 if topic_labels else 0)
     m.frame(0, "request", 1000)
     m.frame(0, "response", 100)
     m.frame(1, "response", 1 << 20)
@@ -51,7 +52,9 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.proxy_header_errors.labels("untrusted").inc()
     m.requests_held.labels("bootstrap").inc(3)
     m.requests_refused.labels("CreateTopics", "bootstrap").inc()
-    m.authentications.labels("bootstrap", "PLAIN", "success").inc()
+    m.authenticated(("bootstrap", "PLAIN", "success"), "User:alice")
+    m.connection_opened("node-2")
+    m.connection_closed("node-2", "idle_timeout", "User:alice")
     m.config_values_redacted.labels("DescribeConfigs").inc(2)
     m.responses_trimmed.labels("Metadata").inc()
     m.hot.response_streamed(1, "padded")
@@ -85,6 +88,8 @@ def test_names_and_labels_follow_the_conventions(spec: MetricSpec) -> None:
     labels = set(spec.labels)
     if spec.topic_labels_only:
         labels -= {"topic"}
+    if spec.principal_labels_only:
+        labels -= {"principal"}
     assert not labels & FORBIDDEN_LABELS, spec.name
     for label in spec.labels:
         assert re.fullmatch(r"[a-z][a-z0-9_]*", label) and not label.startswith("__")
@@ -178,3 +183,22 @@ def test_promtool_check_metrics(topic_labels: bool) -> None:
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode()
     assert not proc.stdout.strip() and not proc.stderr.strip(), (proc.stdout + proc.stderr).decode()
+
+
+def test_principal_labels_are_opt_in_and_bounded() -> None:
+    """`metrics.principal_labels: N`: the first N principals are labels, later ones
+    `other`; without it no principal ever becomes a label."""
+    m = KproxyMetrics(principal_labels=2)
+    for who in ("User:alice", "User:bob", "User:mallory", "User:alice", "User:eve"):
+        m.authenticated(("bootstrap", "PLAIN", "success"), who)
+        m.connection_closed("bootstrap", "client_closed", who)
+    text = generate_latest(m.registry).decode()
+    for family in (
+        "kproxy_principal_authentications_total",
+        "kproxy_principal_connections_closed_total",
+    ):
+        labels = set(re.findall("^" + family + r'\{.*principal="([^"]+)"', text, re.M))
+        assert labels == {"User:alice", "User:bob", "other"}, (family, labels)
+    assert 'kproxy_principal_connections_closed_total{principal="other"} 2.0' in text
+    off = generate_latest(KproxyMetrics().registry).decode()
+    assert "principal" not in off
