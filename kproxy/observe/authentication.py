@@ -17,6 +17,10 @@ MECHANISM_LABELS: Final = frozenset(
 MECHANISM_TEXT_LIMIT: Final = 64
 
 
+def outcome(auth: Authentication) -> str:
+    return "success" if auth.succeeded else "failure"
+
+
 def connection_fields(
     action: str, listener: str, cause: str | None, principal: str | None, address: str | None
 ) -> dict[str, Any]:
@@ -33,7 +37,7 @@ def connection_fields(
 def authentication_labels(listener: str, auth: Authentication) -> tuple[str, str, str]:
     """`kproxy_authentications_total`'s labels: listener, mechanism, outcome."""
     mechanism = auth.mechanism if auth.mechanism in MECHANISM_LABELS else "other"
-    return listener, mechanism, "success" if auth.succeeded else "failure"
+    return listener, mechanism, outcome(auth)
 
 
 def authentication_fields(listener: str, address: str, auth: Authentication) -> dict[str, Any]:
@@ -43,7 +47,7 @@ def authentication_fields(listener: str, address: str, auth: Authentication) -> 
         "client_address": address,
         "client_id": auth.client_id,
         "mechanism": auth.mechanism[:MECHANISM_TEXT_LIMIT],
-        "outcome": "success" if auth.succeeded else "failure",
+        "outcome": outcome(auth),
         "principal": auth.principal,
         "error_code": auth.error_code,
         "reauthentication": auth.reauthentication,
