@@ -11,6 +11,9 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from kio.schema.create_topics.v7.response import CreatableTopicResult
+from kio.schema.errors import ErrorCode
+
 __all__ = ["Sub", "build", "field_class"]
 
 
@@ -60,3 +63,16 @@ def build(cls: type, **values: Any) -> Any:
             value = value.make(field_class(cls, f.name))
         kwargs[f.name] = value
     return cls(**kwargs)
+
+
+def topic_result(name: str, code: ErrorCode) -> CreatableTopicResult:
+    """One topic's result in a CreateTopics v7 response."""
+    return CreatableTopicResult(
+        name=name,
+        topic_id=None,
+        error_code=code,
+        error_message=None,
+        num_partitions=1,
+        replication_factor=1,
+        configs=None,
+    )

@@ -13,10 +13,13 @@ Output (committed, never edited by hand):
                                             broker endpoints or partition leadership
     kproxy/protocol/generated/layouts.py    every field of every message version, for
                                             the responses kproxy writes itself (refusals)
+    kproxy/protocol/generated/entities.py   the fields naming a topic, group or
+                                            transactional id (`entityType`)
 
 Only names, types, versions and tags are taken from the schemas; no "about" text.
 `tools/kafka_schema.py` reads them, `tools/schema_roles.py` decides what each field is to
-kproxy, `tools/generate_layouts.py` writes the layouts, and this script the rest.
+kproxy, `tools/generate_layouts.py` writes the layouts, `tools/generate_entities.py` the
+entity fields, and this script the rest.
 
 Usage:
     python tools/generate_protocol.py [--kafka-4 DIR] [--kafka-3-9 DIR] [--out DIR]
@@ -44,6 +47,7 @@ LEGACY_SOURCE = "apache/kafka 3.9 c821449f"
 # --- plan encoding: the codes kproxy/protocol/plan.py reads -----------------------------
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
+from generate_entities import entities_module, entity_paths  # noqa: E402
 from generate_layouts import Definitions, LayoutWriter, layouts_module  # noqa: E402
 from kafka_schema import (  # noqa: E402
     FIXED_WIDTH,
@@ -224,6 +228,7 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
     writer = PlanWriter()
     layout_writer = LayoutWriter()
     layouts: list[str] = []
+    entities: list[str] = []
     plans: list[str] = []
     rules: list[str] = []
     every = sorted(set(primary) | set(legacy), key=lambda t: (t[1], t[0]))
@@ -239,6 +244,9 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
             top = Node(msg.name, "struct", None, regular, tagged, False)
             layout = layout_writer.struct(regular, tagged)
             layouts.append(f"    ({api_key}, {kind == 'request'}, {v}): {layout},")
+            named = entity_paths(regular, tagged, f"{msg.name} v{v}")
+            if named:
+                entities.append(f"    ({api_key}, {kind == 'request'}, {v}): {tuple(named)!r},")
             found: list[tuple[str, str]] = []
             roles = assign_roles(msg, top, walked, found)
             for path, desc in found:
@@ -282,6 +290,7 @@ def generate(primary_dir: Path, legacy_dir: Path) -> dict[str, str]:
         "api_keys.py": api_keys_py,
         "messages.py": messages_py,
         "layouts.py": layouts_module(header, layout_writer, layouts),
+        "entities.py": entities_module(header, entities),
     }
 
 

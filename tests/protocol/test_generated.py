@@ -67,7 +67,7 @@ def test_regenerating_changes_nothing(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    for name in ("api_keys.py", "messages.py"):
+    for name in ("api_keys.py", "messages.py", "layouts.py", "entities.py"):
         fresh = (tmp_path / name).read_text()
         committed = (GENERATED / name).read_text()
         assert fresh == committed, f"{name} differs from a fresh generation: regenerate it"
@@ -98,7 +98,7 @@ def test_schemas_carry_their_licence_and_sources() -> None:
 
 
 def test_generated_header_names_the_kafka_commits() -> None:
-    for name in ("api_keys.py", "messages.py"):
+    for name in ("api_keys.py", "messages.py", "layouts.py", "entities.py"):
         head = (GENERATED / name).read_text()[:600]
         assert "d79bd502ec7f" in head and "c821449f" in head, name
 
