@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kproxy.analytics.report import stats_columns
+from kproxy.analytics.report_audit import audit_section
 from kproxy.analytics.report_html import CSS, card, col, count, esc, ms_cell, node_or, stamp, table
 
 __all__ = ["render_follow_report"]
@@ -109,6 +110,7 @@ def render_follow_report(status: dict[str, Any], heads: dict[str, Rows]) -> str:
                 heads.get("clients", []),
             ),
         ),
+        audit_section(lambda name: heads.get(name, []), lambda _name: None),
         _section(
             "Late events (older than the watermark when they arrived)",
             table(

@@ -37,9 +37,10 @@ from kproxy.analytics.schema import event_columns, events_table_schema
 from kproxy.analytics.session import hadoop_path
 from kproxy.observe.events import format_ts
 
-__all__ = ["LEADERSHIP_TYPES", "BatchStore", "ts_text"]
+__all__ = ["KEPT_TYPES", "BatchStore", "ts_text"]
 
-LEADERSHIP_TYPES: Final = ("leader_change", "redirect", "recovery")
+# The events kept whole between batches: the leadership's, and the audit trail's.
+KEPT_TYPES: Final = ("leader_change", "redirect", "recovery", "audit")
 
 META_SCHEMA: Final = T.StructType(
     [
@@ -93,7 +94,7 @@ class BatchStore:
     def counts(self) -> DataFrame:
         return self._part("counts", COUNTS_SCHEMA)
 
-    def leadership(self) -> DataFrame:
+    def kept(self) -> DataFrame:
         return self._part("leadership", events_table_schema())
 
     def newest_before(self, batch_id: int) -> int | None:
@@ -134,7 +135,7 @@ class BatchStore:
             tmp = join(self.root, f"_tmp-batch={batch_id}")
             final = join(self.root, f"batch={batch_id}")
             self._delete(tmp)
-            on_time = ok.filter(~F.col("late") & F.col("type").isin(*LEADERSHIP_TYPES))
+            on_time = ok.filter(~F.col("late") & F.col("type").isin(*KEPT_TYPES))
             on_time.drop("late").coalesce(1).write.parquet(join(tmp, "leadership"))
             window = F.window("ts", f"{self.window_seconds} seconds").start
             counts = ok.groupBy(window.alias("window_start"), "type", "late").agg(

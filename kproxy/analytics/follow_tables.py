@@ -6,7 +6,8 @@ redirects per window by API and path, by broker and by topic, recovery-time
 percentiles per window, events per window by type, late events. Whole-run tables,
 built by the batch job's own functions so that a caught-up stream gives the batch
 figures exactly: leader changes by topic, leadership by broker, redirects by API and
-by route, recovery percentiles, clients and topics most affected, events by type.
+by route, recovery percentiles, clients and topics most affected, events by type, and
+the audit trail's (`kproxy.analytics.audit_tables`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 
 from kproxy.analytics import affected
 from kproxy.analytics import tables as tb
+from kproxy.analytics.audit_tables import audit_tables
 from kproxy.analytics.follow_state import BatchStore
 from kproxy.analytics.output import join
 from kproxy.analytics.rows import collect_rows
@@ -86,13 +88,14 @@ def _windowed(store: BatchStore, events: DataFrame) -> dict[str, DataFrame]:
         "recovery_percentiles": tb.recovery_percentiles(recoveries),
         "clients": affected.clients(redirects, recoveries),
         "topics": affected.topics(moves, redirects, recoveries),
+        **audit_tables(tb.of_type(events, "audit")),
     }
 
 
 def build_tables(store: BatchStore, out: str) -> dict[str, list[dict[str, Any]]]:
     """Write every table to OUT/tables/<name>/ (Parquet) and return their first rows."""
     spark = store.spark
-    events = store.leadership().persist()
+    events = store.kept().persist()
     try:
         heads: dict[str, list[dict[str, Any]]] = {}
         for name, df in _windowed(store, events).items():

@@ -38,6 +38,7 @@ from kproxy.analytics import affected
 from kproxy.analytics import inputs as inp
 from kproxy.analytics import tables as tb
 from kproxy.analytics.arguments import DEFAULT_MASTER, add_analyze_arguments, kafka_options
+from kproxy.analytics.audit_tables import audit_tables
 from kproxy.analytics.kafka_input import packages_for
 from kproxy.analytics.model import Analysis, Table
 from kproxy.analytics.output import join, report_dir
@@ -160,6 +161,8 @@ def _aggregate(
     t.save("event_counts", tb.event_counts(events))
     t.save("proxies", tb.proxies(events), head=HEAD_ROWS)
     t.save("connections", tb.connections(tb.of_type(events, "connection")), head=HEAD_ROWS)
+    for name, table in audit_tables(tb.of_type(events, "audit")).items():
+        t.save(name, table, head=HEAD_ROWS)
 
     begin(2)
     named_types = events.filter(F.col("type").isin("leader_change", "redirect", "recovery"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kproxy.analytics.model import Analysis
+from kproxy.analytics.report_audit import audit_section
 from kproxy.analytics.report_html import (
     CSS,
     Cell,
@@ -367,6 +368,7 @@ def render_report(a: Analysis) -> str:
             _latency_section(a),
             _affected_section(a),
             _connections_section(a),
+            audit_section(a.rows, a.total_rows),
             _tables_section(a),
         ]
     )

@@ -37,6 +37,8 @@ _TYPES: Final[dict[str, T.DataType]] = {
     "bigint": T.LongType(),
     "double": T.DoubleType(),
     "boolean": T.BooleanType(),
+    "array<string>": T.ArrayType(T.StringType()),
+    "array<int>": T.ArrayType(T.IntegerType()),
 }
 
 # Spark type of every field, by name (common fields first). `ts` is read as text and
@@ -76,6 +78,10 @@ FIELD_TYPES: Final[dict[str, str]] = {
     "mechanism": "string",
     "outcome": "string",
     "reauthentication": "boolean",
+    "api_version": "int",
+    "resources": "array<string>",
+    "failed": "array<string>",
+    "error_codes": "array<int>",
 }
 
 # Fields docs/events.md never writes as null. A line of a known type without one of
@@ -87,7 +93,7 @@ REQUIRED_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "node_discovered": ("node_id", "upstream", "advertised"),
     "connection": ("action", "listener"),
     "request_sample": ("api", "version", "total_ms", "upstream_ms"),
-    "authentication": ("listener", "mechanism", "outcome", "error_code", "reauthentication"),
+    "audit": ("action", "listener", "principal", "api", "resources", "outcome"),
 }
 
 

@@ -1,11 +1,12 @@
-"""What a `connection` event says of a client, and what an `authentication` event and
-`kproxy_authentications_total` say of its SASL exchange
-(`kproxy.session.identity.Authentication`)."""
+"""What a `connection` event says of a client, and what an `audit` event and the audit
+metrics say of a SASL exchange (`kproxy.session.identity.Authentication`), a change to
+the cluster or a refusal (`kproxy.session.audit.AuditRecord`)."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from kproxy.session.audit import AUTHENTICATE, AuditRecord
 from kproxy.session.identity import Authentication
 
 # The mechanisms a metric label names; any other (a client names what it likes in its
@@ -41,14 +42,41 @@ def authentication_labels(listener: str, auth: Authentication) -> tuple[str, str
 
 
 def authentication_fields(listener: str, address: str, auth: Authentication) -> dict[str, Any]:
-    """An `authentication` event's own fields (docs/events.md)."""
+    """The `audit` event of a SASL exchange (docs/events.md)."""
+    failed = not auth.succeeded and auth.error_code
     return {
+        "action": AUTHENTICATE,
         "listener": listener,
         "client_address": address,
         "client_id": auth.client_id,
-        "mechanism": auth.mechanism[:MECHANISM_TEXT_LIMIT],
-        "outcome": outcome(auth),
         "principal": auth.principal,
-        "error_code": auth.error_code,
+        "api": "SaslAuthenticate",
+        "api_version": None,
+        "resources": [],
+        "outcome": outcome(auth),
+        "failed": [],
+        "error_codes": [auth.error_code] if failed else [],
+        "mechanism": auth.mechanism[:MECHANISM_TEXT_LIMIT],
         "reauthentication": auth.reauthentication,
+    }
+
+
+def audit_fields(
+    listener: str, address: str, principal: str, record: AuditRecord
+) -> dict[str, Any]:
+    """The `audit` event of a change or a refusal (docs/events.md)."""
+    return {
+        "action": record.action,
+        "listener": listener,
+        "client_address": address,
+        "client_id": record.client_id,
+        "principal": principal,
+        "api": record.api,
+        "api_version": record.version,
+        "resources": record.resources,
+        "outcome": record.outcome,
+        "failed": record.failed,
+        "error_codes": record.errors,
+        "mechanism": None,
+        "reauthentication": None,
     }

@@ -47,7 +47,7 @@ REDIRECT: Final = "redirect"
 RECOVERY: Final = "recovery"
 NODE_DISCOVERED: Final = "node_discovered"
 CONNECTION: Final = "connection"
-AUTHENTICATION: Final = "authentication"
+AUDIT: Final = "audit"
 REQUEST_SAMPLE: Final = "request_sample"
 EVENT_TYPES: Final = (
     LEADER_CHANGE,
@@ -56,7 +56,7 @@ EVENT_TYPES: Final = (
     NODE_DISCOVERED,
     CONNECTION,
     REQUEST_SAMPLE,
-    AUTHENTICATION,
+    AUDIT,
 )
 
 # Every event type's own fields, in the order they are written (after schema, type,
@@ -87,14 +87,19 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     NODE_DISCOVERED: ("node_id", "upstream", "advertised"),
     CONNECTION: ("action", "listener", "cause", "principal", "client_address"),
     REQUEST_SAMPLE: ("api", "version", "client_id", "total_ms", "upstream_ms"),
-    AUTHENTICATION: (
+    AUDIT: (
+        "action",
         "listener",
         "client_address",
         "client_id",
-        "mechanism",
-        "outcome",
         "principal",
-        "error_code",
+        "api",
+        "api_version",
+        "resources",
+        "outcome",
+        "failed",
+        "error_codes",
+        "mechanism",
         "reauthentication",
     ),
 }

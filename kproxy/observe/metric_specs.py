@@ -160,6 +160,14 @@ AUTHENTICATIONS = MetricSpec(
     "SCRAM-SHA-512, OAUTHBEARER, GSSAPI or other) and outcome (success, failure), as the "
     "broker answered them; re-authentications (KIP-368) included.",
 )
+AUDIT_RECORDS = MetricSpec(
+    "kproxy_audit_records_total",
+    COUNTER,
+    ("listener", "action", "outcome"),
+    "The audit trail's records (docs/security.md), one per `audit` event: by listener, "
+    "action (authenticate, change, refuse) and outcome (success, failure, partial, "
+    "refused).",
+)
 PRINCIPAL_AUTHENTICATIONS = MetricSpec(
     "kproxy_principal_authentications_total",
     COUNTER,

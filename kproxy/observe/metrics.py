@@ -41,6 +41,7 @@ from kproxy.observe.metric_specs import (
 )
 from kproxy.observe.quota_metrics import QUOTA_SPECS, QuotaMetrics
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
+from kproxy.session.audit import AUTHENTICATE
 
 __all__ = [
     "COUNTER",
@@ -110,6 +111,7 @@ class KproxyMetrics:
         self.responses_trimmed = cast(Counter, made[specs.RESPONSES_TRIMMED])
         self.requests_refused = cast(Counter, made[specs.REQUESTS_REFUSED])
         self.authentications = cast(Counter, made[specs.AUTHENTICATIONS])
+        self.audit_records = cast(Counter, made[specs.AUDIT_RECORDS])
         # metrics.principal_labels: the principals labelled so far, at most that many.
         self.principal_labels = principal_labels
         self.labelled_principals: set[str] = set()
@@ -198,6 +200,7 @@ class KproxyMetrics:
     def authenticated(self, labels: tuple[str, str, str], principal: str | None) -> None:
         """A SASL exchange ended: (listener, mechanism, outcome), and its principal."""
         self.authentications.labels(*labels).inc()
+        self.audit_records.labels(labels[0], AUTHENTICATE, labels[2]).inc()
         counted = self.principal_authentications
         if counted is not None and principal is not None:
             counted.labels(self.principal_label(principal), labels[2]).inc()

@@ -9,11 +9,10 @@ import random
 from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any
 
-from kproxy.config.events import PROXY_BOOTSTRAP
-from kproxy.observe import authentication as described
-from kproxy.observe.event_sink import EventSink
+from kproxy.observe import audit as described
+from kproxy.observe.event_setup import open_event_log
 from kproxy.observe.events import (
-    AUTHENTICATION,
+    AUDIT,
     CONNECTION,
     LEADER_CHANGE,
     NODE_DISCOVERED,
@@ -30,6 +29,7 @@ from kproxy.observe.sampling import next_gap, sample_fields
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.runtime.observer import ProxyObserver
+from kproxy.session.audit import REFUSE, AuditRecord
 from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen
 from kproxy.session.quota import QuotaBook
@@ -78,54 +78,15 @@ class Observability(ProxyObserver):
         self.own_client_id: str | None = None
         self._proxy_bootstrap: str | None = None
         if ev.enabled:
-            self.events = self._event_log(settings)
+            self.events, self.own_client_id = open_event_log(
+                settings, self.instance, self.metrics, lambda: self._proxy_bootstrap
+            )
         # Plain counts for `kproxy demo`'s status line.
         self.leader_changes = 0
         self.redirects_with_leader = 0
         self.redirects_with_endpoint = 0
         self.redirects_without_leader = 0
         self.recoveries = 0
-
-    def _event_log(self, settings: Settings) -> EventLog:
-        ev = settings.events
-        sinks: list[EventSink] = []
-        autostart = True
-        if "kafka" in ev.sink:
-            from kproxy.observe.event_kafka import KafkaSink, format_bootstrap, sink_client_id
-
-            kafka = ev.kafka
-            client_id = sink_client_id(self.instance)
-            if kafka.bootstrap_servers == PROXY_BOOTSTRAP:
-                self.own_client_id = client_id
-                autostart = False  # started by start_events(), once the listener is bound
-
-                def bootstrap() -> str:
-                    if self._proxy_bootstrap is None:
-                        raise RuntimeError("kproxy's own bootstrap listener never started")
-                    return self._proxy_bootstrap
-            else:
-                servers = format_bootstrap(kafka.bootstrap_servers)
-
-                def bootstrap() -> str:
-                    return servers
-
-            sinks.append(KafkaSink(kafka, client_id, bootstrap, queue_size=ev.queue_size))
-        event_log = EventLog(
-            ev.dir if "file" in ev.sink else None,
-            sinks=sinks,
-            instance=self.instance,
-            max_file_bytes=ev.max_file_bytes,
-            rotate_seconds=ev.rotate_seconds,
-            queue_size=ev.queue_size,
-            on_written=self.metrics.event_written,
-            on_dropped=self.metrics.event_dropped,
-            autostart=autostart,
-        )
-        for report in event_log.reports:  # each sink's series exists from the start, at 0
-            self.metrics.events_dropped.labels(report.name)
-        # Read at scrape time: the event loop's emit stays a deque append.
-        self.metrics.events_pending.set_function(lambda: event_log.pending)
-        return event_log
 
     def start_events(self, proxy_bootstrap: str) -> None:
         """Start the event log's writer: kproxy's bootstrap (a `proxy` Kafka sink's) is up."""
@@ -160,7 +121,13 @@ class Observability(ProxyObserver):
 
     def authenticated(self, listener: str, address: str, auth: Authentication) -> None:
         self.metrics.authenticated(described.authentication_labels(listener, auth), auth.principal)
-        self._emit(AUTHENTICATION, described.authentication_fields(listener, address, auth))
+        self._emit(AUDIT, described.authentication_fields(listener, address, auth))
+
+    def audited(self, listener: str, address: str, principal: str, record: AuditRecord) -> None:
+        if record.action == REFUSE:
+            self.metrics.requests_refused.labels(record.api, listener).inc()
+        self.metrics.audit_records.labels(listener, record.action, record.outcome).inc()
+        self._emit(AUDIT, described.audit_fields(listener, address, principal, record))
 
     def quotas_configured(self, book: QuotaBook) -> None:
         self.metrics.quotas.book = book
@@ -346,9 +313,6 @@ class Observability(ProxyObserver):
 
     def response_trimmed(self, api_key: int, size: int) -> None:
         self.metrics.responses_trimmed.labels(api_name(api_key)).inc()
-
-    def request_refused(self, api_key: int, listener: str) -> None:
-        self.metrics.requests_refused.labels(api_name(api_key), listener).inc()
 
     def api_versions_clamped(self, dropped: int, lowered: int) -> None:
         self.metrics.api_versions_clamped.inc()

@@ -340,6 +340,8 @@ class ClientConnection:
             svc.refused(self, more.refused)
         if more is not None and more.authentications:
             svc.principals.authenticated(self, more.authentications)
+        if more is not None and more.audits:
+            svc.audited(self, more.audits)
         if step.resume_reading:
             self._resume("in_flight")
         if step.throttle_ms:  # a Fetch response over its quota (KIP-219)

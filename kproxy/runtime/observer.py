@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 
 from kproxy.protocol.walker import LeaderObservation
+from kproxy.session.audit import AuditRecord
 from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen
 from kproxy.session.quota import QuotaBook
@@ -132,8 +133,9 @@ class ProxyObserver:
     def api_versions_clamped(self, dropped: int, lowered: int) -> None:
         pass
 
-    def request_refused(self, api_key: int, listener: str) -> None:
-        """A request refused by the listener's API policy (`kproxy.session.policy`)."""
+    def audited(self, listener: str, address: str, principal: str, record: AuditRecord) -> None:
+        """A request that changed the cluster, with its outcome, or one the listener's API
+        policy refused (`kproxy.session.audit`)."""
 
     def configs_redacted(self, api_key: int, count: int) -> None:
         """Configuration values that named addresses, withheld from a client."""

@@ -20,6 +20,7 @@ from kproxy.runtime.tls import ServerTls
 from kproxy.runtime.tls import failure_reason as tls_failure_reason
 from kproxy.runtime.tls import failure_text as tls_failure_text
 from kproxy.session import ResponseSeen, SessionClose, SessionLimits, UpstreamStep
+from kproxy.session.audit import AuditRecord
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.quota import QuotaBook
 from kproxy.session.steps import UpstreamFacts
@@ -96,19 +97,36 @@ class ConnectionServices:
             count,
         )
 
-    def refused(self, conn: Connection, api_keys: list[int]) -> None:
+    def refused(self, conn: Connection, refused: list[AuditRecord]) -> None:
         """Requests the listener's API policy refused, answered with an authorization
-        error (a log line per API, rate-limited, and a count)."""
-        listener = self.api_policy.listener
-        for key in api_keys:
-            self.observer.request_refused(key, conn.listener)
+        error: a log line per API (rate-limited), a count and an audit record each."""
+        listener, principal = self.api_policy.listener, conn.principal
+        for record in refused:
+            self.observer.audited(conn.listener, conn.peer_ip, principal, record)
             self.refused_log.warning(
-                api_name(key),
-                "refused %s from client %s on %s: not allowed on listener %r (api_policy)",
-                api_name(key),
+                record.api,
+                "refused %s from client %s (%s) on %s: not allowed on listener %r (api_policy)",
+                record.api,
                 conn.peer,
+                principal,
                 conn.listener,
                 listener,
+            )
+
+    def audited(self, conn: Connection, changes: list[AuditRecord]) -> None:
+        """Requests that changed the cluster, answered: a log line and an audit record each."""
+        principal = conn.principal
+        for record in changes:
+            self.observer.audited(conn.listener, conn.peer_ip, principal, record)
+            log.info(
+                "%s by %s from client %s on %s: %s %s%s",
+                record.api,
+                principal,
+                conn.peer,
+                conn.listener,
+                record.outcome,
+                ", ".join(record.resources) or "(no resource named)",
+                f" (errors {record.errors})" if record.errors else "",
             )
 
     def learned(self, step: UpstreamStep) -> None:

@@ -17,6 +17,8 @@ as they would to a broker:
   so they pass, their endpoints walked under the walker's caps;
 * an API the listener's policy refuses (`kproxy.session.policy`) is answered with the
   authorization error a broker sends (`refuse`);
+* a request that changes the cluster (`kproxy.session.audit.CHANGE_APIS`) takes the
+  general path, read for what it names and recorded with its outcome (the audit trail);
 * SaslHandshake v0 is refused: raw SASL tokens follow it with no Kafka header, which
   kproxy cannot frame-check; every client since Kafka 1.0 uses v1 + SaslAuthenticate
   (KIP-152). SaslHandshake v1 and SaslAuthenticate pass, read on their way by the
@@ -48,6 +50,7 @@ from kproxy.protocol.headers import RequestHeader
 from kproxy.protocol.refusal import refusal_response, refusal_text
 from kproxy.protocol.requests import produce_acks
 from kproxy.protocol.walker import can_walk
+from kproxy.session.audit import CHANGE_APIS
 from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
 
@@ -57,8 +60,9 @@ CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
 # What happens to a request: forwarded as it came, walked (it may carry endpoints),
 # answered with the policy's authorization error, answered by kproxy (an ApiVersions
 # version it does not know, KIP-511), its connection closed (`check_request` says why),
-# or forwarded as it came and read for who the client is (SASL).
-FORWARD, WALK, DENY, ANSWER, CLOSE, IDENTIFY = range(6)
+# forwarded as it came and read for who the client is (SASL), or read for the audit
+# trail (and walked, when it may carry endpoints).
+FORWARD, WALK, DENY, ANSWER, CLOSE, IDENTIFY, AUDIT = range(7)
 SASL_APIS = frozenset((SASL_HANDSHAKE, SASL_AUTHENTICATE))
 
 
@@ -73,6 +77,8 @@ def route_of(key: int, version: int, refused_apis: frozenset[int], denied: froze
         return CLOSE
     if key in denied:
         return DENY
+    if key in CHANGE_APIS:
+        return AUDIT
     if key in WALKED_REQUESTS and can_walk(key, version, True):
         return WALK
     if key in SASL_APIS:
@@ -182,7 +188,7 @@ def admit(
     now: float,
     admitted: list[tuple[int, int]],
     inflight: CorrelationTable,
-) -> None:
+) -> InFlight:
     """Record a request its route lets pass as in flight (and in ``admitted``)."""
     key = hdr.api_key
     admitted.append((key, size))
@@ -190,8 +196,6 @@ def admit(
     expects_response = not (
         key == PRODUCE and produce_acks(frame, hdr.body_offset, len(frame), hdr.api_version) == 0
     )
-    inflight.add(
-        hdr.correlation_id,
-        InFlight(key, hdr.api_version, hdr.response_header_version, hdr.client_id, now),
-        expects_response,
-    )
+    req = InFlight(key, hdr.api_version, hdr.response_header_version, hdr.client_id, now)
+    inflight.add(hdr.correlation_id, req, expects_response)
+    return req

@@ -48,6 +48,7 @@ from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.primitives import int32_at
 from kproxy.protocol.produce_scan import produce_response_is_plain
 from kproxy.protocol.requests import produce_acks
+from kproxy.session.audit import CHANGE_APIS
 from kproxy.session.inflight import InFlight
 from kproxy.session.state import SessionState
 from kproxy.session.steps import ClientStep, UpstreamStep
@@ -57,8 +58,11 @@ from kproxy.session.streaming import StreamedResponse
 # nothing to act on (no error, no KIP-951 leader hint or endpoints): its walk is skipped.
 SCANNED_RESPONSES: Final = frozenset((PRODUCE, FETCH))
 # Responses the general path reads though nothing in them changes: ApiVersions (kproxy
-# may clamp it), SASL (the principal it confirms, `kproxy.session.identity`).
-GENERAL_RESPONSES: Final = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
+# may clamp it), SASL (the principal it confirms, `kproxy.session.identity`), those to
+# requests that change the cluster (their outcome, `kproxy.session.audit`).
+GENERAL_RESPONSES: Final = (
+    frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE)) | CHANGE_APIS
+)
 
 
 def response_is_plain(

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from kproxy.protocol.apis import FETCH
+from kproxy.protocol.apis import FETCH, WALKED_REQUESTS
 from kproxy.protocol.frames import FrameMore, FrameStart
 from kproxy.protocol.headers import parse_request_header
 from kproxy.protocol.primitives import INT32
 from kproxy.protocol.rewriter import rewrite
 from kproxy.protocol.throttle import CARRIERS
-from kproxy.protocol.walker import MAX_REQUEST_ENDPOINTS, walk
+from kproxy.protocol.walker import MAX_REQUEST_ENDPOINTS, can_walk, walk
 from kproxy.session.admission import (
     ANSWER,
+    AUDIT,
     CLOSE,
     DENY,
     FORWARD,
@@ -26,6 +27,7 @@ from kproxy.session.admission import (
     closing_error,
     refuse,
 )
+from kproxy.session.audit import REFUSE, audit_request
 from kproxy.session.identity import Identity, sasl_request
 from kproxy.session.inflight import InFlight
 from kproxy.session.order import answer_in_order
@@ -80,13 +82,23 @@ def forward_requests(
             # Answered by kproxy, after the responses to the requests before it; the
             # requests after it go on meanwhile (no slot taken, nothing waits).
             answer = refuse(head, hdr, session.policy.listener)
-            step.refused.append(hdr.api_key)
+            refused = audit_request(hdr, head, REFUSE)
+            assert refused is not None
+            step.refused.append(refused)
         elif route == ANSWER:  # KIP-511: an ApiVersions kproxy cannot read
             answer = api_versions_fallback(hdr.correlation_id)
         if answer is not None:
             answer_in_order(answer, inflight, session.held, session.stream, answers)
             continue
-        admit(hdr, head, len(head), now, admitted, inflight)
+        if route == AUDIT:
+            # Read before it is admitted: a body that does not parse closes the
+            # connection, never passes unread (`kproxy.session.audit`).
+            record = audit_request(hdr, head)
+            admit(hdr, head, len(head), now, admitted, inflight).audit = record
+            key, version = hdr.api_key, hdr.api_version
+            route = WALK if key in WALKED_REQUESTS and can_walk(key, version, True) else FORWARD
+        else:
+            admit(hdr, head, len(head), now, admitted, inflight)
         if route == IDENTIFY:
             if session.identity is None:
                 session.identity = Identity(session.oauthbearer_claim)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 from kproxy.protocol.walker import LeaderObservation
 
 if TYPE_CHECKING:
+    from kproxy.session.audit import AuditRecord
     from kproxy.session.quota import QuotaBucket
 
 NO_NODES: Final[frozenset[int]] = frozenset()
@@ -22,6 +23,7 @@ class InFlight:
 
     __slots__ = (
         "api_key",
+        "audit",
         "client_id",
         "endpoint_nodes",
         "header_version",
@@ -55,6 +57,9 @@ class InFlight:
         # The quota its response is charged to or carries a throttle of: the general
         # path's (`kproxy.session.release.throttled`). None: nothing to do.
         self.quota: QuotaBucket | None = None
+        # A request that changes the cluster, to complete with its response's outcome
+        # (`kproxy.session.audit`); None: not audited.
+        self.audit: AuditRecord | None = None
         # Its response, once sent to the client (`answered`).
         self.size = 0  # bytes sent to the client (after any rewrite)
         self.upstream_seconds = 0.0  # request sent -> response back

@@ -33,6 +33,7 @@ from kproxy.protocol.primitives import INT16, INT32
 from kproxy.protocol.throttle import with_throttle
 from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, WalkResult, walk
 from kproxy.session.admission import CLIENT_REFUSED_APIS, SASL_APIS
+from kproxy.session.audit import audit_response
 from kproxy.session.fast_lane import FAST_LANE, SCANNED_RESPONSES, FastLane, response_is_plain
 from kproxy.session.forward import charge, forward_requests
 from kproxy.session.identity import sasl_response
@@ -281,6 +282,8 @@ class ProxySession(SessionState):
             ended = sasl_response(self.identity, req, frame)
             if ended is not None:
                 step.facts().authentications.append(ended)
+        elif req.audit is not None:  # a change, recorded with its outcome
+            step.facts().audits.append(audit_response(req.audit, frame, req.header_version))
         walked: WalkResult | None = None
         whole = self.upstream_reader.take_whole()  # this response, when it came alone
         if key in WALKED_RESPONSES:

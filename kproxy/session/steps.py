@@ -6,6 +6,7 @@ read); the tuples they carry (`SessionClose`, `NodeLearned`) are in
 
 from __future__ import annotations
 
+from kproxy.session.audit import AuditRecord
 from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen
 from kproxy.session.records import NodeLearned, SessionClose
@@ -34,10 +35,10 @@ class ClientStep:
         self.close: SessionClose | None = None
         # Over a quota: stop reading the client for this long (kproxy.session.quota).
         self.throttle_ms = 0
-        # kproxy's own answers (KIP-511, refusals) and the api keys refused (`to_client`,
+        # kproxy's own answers (KIP-511, refusals) and the requests refused (`to_client`,
         # `refused`); None, no list made, for the many reads that have none.
         self.answers: list[bytes | memoryview] | None = None
-        self.refused_keys: list[int] | None = None
+        self.refused_keys: list[AuditRecord] | None = None
         # The fast lane took the whole read: its requests are forwarded as they were read,
         # `to_upstream` the read itself, and nothing else of this step is set.
         self.as_read = False
@@ -50,8 +51,8 @@ class ClientStep:
         return self.answers
 
     @property
-    def refused(self) -> list[int]:
-        """The api keys answered with the listener's refusal."""
+    def refused(self) -> list[AuditRecord]:
+        """The requests answered with the listener's refusal."""
         if self.refused_keys is None:
             self.refused_keys = []
         return self.refused_keys
@@ -63,6 +64,7 @@ class UpstreamFacts:
     `more`): most reads have none."""
 
     __slots__ = (
+        "audits",
         "authentications",
         "clamped",
         "learned",
@@ -79,7 +81,8 @@ class UpstreamFacts:
         # Requests that waited for an in-flight slot, released by these responses.
         self.to_upstream: list[bytes | memoryview] = []
         self.requests: list[tuple[int, int]] = []
-        self.refused: list[int] = []  # waiting requests answered with a refusal
+        # Waiting requests answered with a refusal.
+        self.refused: list[AuditRecord] = []
         self.learned: list[NodeLearned] = []
         self.unmapped: list[int] = []  # node ids whose endpoints were removed
         self.clamped: list[tuple[int, int]] = []  # ApiVersions: (dropped, lowered) keys
@@ -90,6 +93,8 @@ class UpstreamFacts:
         self.trimmed: list[tuple[int, int]] = []
         # SASL exchanges these responses ended (`kproxy.session.identity`).
         self.authentications: list[Authentication] = []
+        # Requests that changed the cluster, with their outcome (`kproxy.session.audit`).
+        self.audits: list[AuditRecord] = []
 
 
 class UpstreamStep:
@@ -149,7 +154,7 @@ class UpstreamStep:
         return self.facts().requests
 
     @property
-    def refused(self) -> list[int]:
+    def refused(self) -> list[AuditRecord]:
         return self.facts().refused
 
     @property

@@ -33,6 +33,7 @@ from kproxy.protocol.rewriter import Mapping, rewrite
 from kproxy.protocol.skim import ResponseSkim
 from kproxy.protocol.tagged_fit import cover_after, fit_tagged
 from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, Endpoint, WalkResult, walk
+from kproxy.session.audit import CHANGE_APIS
 from kproxy.session.inflight import InFlight
 
 # Responses followed by a skim while streamed: their endpoints are all in the tail.
@@ -44,7 +45,10 @@ def streamable(api_key: int, version: int) -> bool:
     """Whether a large response to this request may be forwarded as it arrives."""
     if api_key in SKIMMED_RESPONSES:
         return plan_for(api_key, False, version) is not None
-    return api_key not in WALKED_RESPONSES and api_key != API_VERSIONS
+    # A change's response is read whole for its outcome (`kproxy.session.audit`).
+    return (
+        api_key not in WALKED_RESPONSES and api_key != API_VERSIONS and api_key not in CHANGE_APIS
+    )
 
 
 def endpoint_tags(plan: Struct) -> frozenset[int]:

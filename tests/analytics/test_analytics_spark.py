@@ -299,3 +299,104 @@ def test_clients_and_topics(hand: Hand) -> None:
         ("payments", 1, 2, 2, pytest.approx(99.2), 100.0),
         ("legacy", 2, 0, 0, None, None),
     ]
+
+
+# -- the audit trail ---------------------------------------------------------------------------
+
+
+def _audit(seconds: float, action: str, principal: str | None, **fields: Any) -> str:
+    from tests.hand_log import ev
+
+    base: dict[str, Any] = {
+        "listener": "bootstrap",
+        "client_address": "10.1.0.7",
+        "client_id": "ops",
+        "api": "CreateTopics",
+        "api_version": 7,
+        "resources": [],
+        "outcome": "success",
+        "failed": [],
+        "error_codes": [],
+        "mechanism": None,
+        "reauthentication": None,
+    }
+    return ev("audit", seconds, A, action=action, principal=principal, **{**base, **fields})
+
+
+AUDIT_LINES = [
+    _audit(1, "change", "User:alice", resources=["topic:orders", "topic:audit"]),
+    _audit(
+        2,
+        "change",
+        "User:alice",
+        resources=["topic:orders"],
+        outcome="failure",
+        failed=["topic:orders"],
+        error_codes=[36],
+    ),
+    _audit(3, "change", "User:bob", api="IncrementalAlterConfigs", resources=[]),
+    _audit(4, "refuse", "User:eve", api="DeleteTopics", resources=["topic:orders"]),
+    _audit(5, "refuse", "User:eve", api="DeleteTopics", resources=["topic:audit"]),
+    _audit(
+        6,
+        "authenticate",
+        "User:mallory",
+        api="SaslAuthenticate",
+        outcome="failure",
+        mechanism="PLAIN",
+        error_codes=[58],
+    ),
+    _audit(
+        7,
+        "authenticate",
+        "User:root",
+        api="SaslAuthenticate",
+        outcome="failure",
+        mechanism="PLAIN",
+        error_codes=[58],
+    ),
+    _audit(8, "authenticate", "User:alice", api="SaslAuthenticate", mechanism="PLAIN"),
+]
+
+
+def test_the_audit_tables(spark: SparkSession) -> None:
+    """Changes by principal and resource, refusals by principal, failed authentications
+    by address: the functions the batch job and --follow both use, over parsed lines."""
+    from kproxy.analytics.audit_tables import audit_tables
+    from kproxy.analytics.inputs import OK, classify
+
+    lines = spark.createDataFrame(
+        [(line, "f") for line in AUDIT_LINES], "value string, file string"
+    )
+    events = classify(lines).filter(F.col("status") == OK)
+    assert events.count() == len(AUDIT_LINES)
+    tables = {name: table.drop("last").collect() for name, table in audit_tables(events).items()}
+    assert [r.asDict() for r in tables["changes_by_principal"]] == [
+        {
+            "principal": "User:alice",
+            "resource": "topic:orders",
+            "api": "CreateTopics",
+            "changes": 2,
+            "failed": 1,
+        },
+        {
+            "principal": "User:alice",
+            "resource": "topic:audit",
+            "api": "CreateTopics",
+            "changes": 1,
+            "failed": 0,
+        },
+        {
+            "principal": "User:bob",
+            "resource": "",
+            "api": "IncrementalAlterConfigs",
+            "changes": 1,
+            "failed": 0,
+        },
+    ]
+    assert [r.asDict() for r in tables["refusals_by_principal"]] == [
+        {"principal": "User:eve", "listener": "bootstrap", "api": "DeleteTopics", "refusals": 2},
+    ]
+    assert [r.asDict() for r in tables["failed_authentications"]] == [
+        {"client_address": "10.1.0.7", "mechanism": "PLAIN", "failures": 2, "names_claimed": 2},
+    ]

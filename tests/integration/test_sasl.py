@@ -143,7 +143,11 @@ def kproxy(
     kafka: KafkaCluster, certs: TlsMaterial, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KproxyProcess]:
     """With `cluster.sasl`: kproxy lists the brokers itself."""
-    with kproxy_for(tmp_path_factory.mktemp("kproxy"), kafka, certs, sasl=KPROXY_SASL) as proc:
+    tmp = tmp_path_factory.mktemp("kproxy")
+    proc = kproxy_for(tmp, kafka, certs, sasl=KPROXY_SASL)
+    # DeleteRecords refused by kproxy, still advertised: the audit trail's `refuse`.
+    proc.config["listeners"]["api_policy"] = {"deny": ["DeleteRecords"], "advertise_denied": True}
+    with proc:
         yield proc
 
 
@@ -381,11 +385,13 @@ def test_readiness_with_and_without_credentials(
 
 
 def authentications(kproxy: KproxyProcess, client_id: str) -> list[dict[str, Any]]:
-    """The `authentication` events of one client id, in the order written."""
+    """The `audit` events of one client id's SASL exchanges, in the order written."""
     return [
         line
         for line in read_lines(kproxy.tmp / "events")
-        if line["type"] == "authentication" and line["client_id"] == client_id
+        if line["type"] == "audit"
+        and line["action"] == "authenticate"
+        and line["client_id"] == client_id
     ]
 
 
@@ -414,7 +420,8 @@ def test_each_mechanism_names_its_principal(mechanism: str, kproxy: KproxyProces
         "success",
         "User:alice",
     )
-    assert event["error_code"] == 0 and event["reauthentication"] is False
+    assert event["error_codes"] == [] and event["reauthentication"] is False
+    assert event["api"] == "SaslAuthenticate" and event["resources"] == []
     assert event["client_address"] == "127.0.0.1" and event["listener"] == "bootstrap"
     assert (
         kproxy.metric("kproxy_authentications_total", mechanism=mechanism, outcome="success")
@@ -452,10 +459,10 @@ def test_a_failed_authentication_stays_anonymous(kproxy: KproxyProcess) -> None:
     )
     producer.poll(0.1)
     event = first_authentication(kproxy, client_id)
-    assert (event["outcome"], event["principal"], event["error_code"]) == (
+    assert (event["outcome"], event["principal"], event["error_codes"]) == (
         "failure",
         "User:alice",
-        58,  # SASL_AUTHENTICATION_FAILED
+        [58],  # SASL_AUTHENTICATION_FAILED
     )
     assert not [e for e in authentications(kproxy, client_id) if e["outcome"] == "success"]
     assert "failed to authenticate with SCRAM-SHA-256 as User:alice: error 58" in kproxy.log()
@@ -506,3 +513,124 @@ def test_no_secret_reaches_a_log_an_event_or_a_metric(kproxy: KproxyProcess) -> 
         assert secret not in written
     assert "eyJ" not in written  # a JWT's header, base64url of '{"'
     assert ",p=" not in written and "n,," not in written  # SCRAM messages
+
+
+# -- the audit trail (kproxy.session.audit) ------------------------------------------------------
+
+AUDITED = "sasl-audited"
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: a new group's
+# coordinator is not ready yet, and the client tries again.
+COORDINATOR_NOT_READY = ([14], [15], [16])
+
+
+def _succeeded(futures: dict[Any, Any]) -> bool:
+    try:
+        for future in futures.values():
+            future.result(30)
+    except Exception:
+        return False
+    return True
+
+
+def audit_records(kproxy: KproxyProcess, client_id: str) -> list[tuple[Any, ...]]:
+    """The `change` and `refuse` records of one client id, in the order written."""
+    return [
+        (
+            line["action"],
+            line["principal"],
+            line["api"],
+            line["resources"],
+            line["outcome"],
+            line["failed"],
+            line["error_codes"],
+        )
+        for line in read_lines(kproxy.tmp / "events")
+        if line["type"] == "audit"
+        and line["action"] != "authenticate"
+        and line["client_id"] == client_id
+    ]
+
+
+def test_a_scripted_admin_sequence_is_the_audit_trail(
+    kproxy: KproxyProcess, tmp_path: Path
+) -> None:
+    """alice (ACLs: every operation on `sasl-*` topics and `alice-*` groups) runs a
+    sequence of admin operations through kproxy; the audit records equal the expected
+    list exactly, and `kproxy analyze` reports them."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+        ResourceType,
+    )
+
+    client_id = "audit-ops"
+    admin = AdminClient(
+        {"bootstrap.servers": kproxy.bootstrap, "client.id": client_id, **client_sasl("PLAIN")}
+    )
+
+    def settle(futures: dict[Any, Any]) -> None:
+        _succeeded(futures)  # the failures are the point: the trail says them
+
+    settle(admin.create_topics([NewTopic(AUDITED, 1, 1)]))
+    settle(admin.create_topics([NewTopic(AUDITED, 1, 1)]))  # exists: TOPIC_ALREADY_EXISTS
+    settle(admin.create_topics([NewTopic("audit-forbidden", 1, 1)]))  # no ACL: 29
+    retention = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
+    settle(
+        admin.incremental_alter_configs(
+            [ConfigResource(ResourceType.TOPIC, AUDITED, incremental_configs=[retention])]
+        )
+    )
+    settle(admin.create_partitions([NewPartitions(AUDITED, 2)]))
+    offsets = ConsumerGroupTopicPartitions("alice-audit", [TopicPartition(AUDITED, 0, 0)])
+    # A new group's coordinator may not be ready at first: tried again, and each such
+    # answer is a record of its own (dropped below).
+    deadline = time.monotonic() + 30
+    while not _succeeded(admin.alter_consumer_group_offsets([offsets])):
+        assert time.monotonic() < deadline, "the offsets were never committed"
+    settle(admin.delete_consumer_groups(["alice-audit"]))
+    settle(admin.delete_records([TopicPartition(AUDITED, 0, 0)]))  # refused by kproxy
+    settle(admin.delete_topics([AUDITED]))
+    alice, topic = "User:alice", f"topic:{AUDITED}"
+    expected = [
+        ("change", alice, "CreateTopics", [topic], "success", [], []),
+        ("change", alice, "CreateTopics", [topic], "failure", [topic], [36]),
+        (
+            "change",
+            alice,
+            "CreateTopics",
+            ["topic:audit-forbidden"],
+            "failure",
+            ["topic:audit-forbidden"],
+            [29],
+        ),
+        ("change", alice, "IncrementalAlterConfigs", [topic], "success", [], []),
+        ("change", alice, "CreatePartitions", [topic], "success", [], []),
+        ("change", alice, "OffsetCommit", ["group:alice-audit", topic], "success", [], []),
+        ("change", alice, "DeleteGroups", ["group:alice-audit"], "success", [], []),
+        ("refuse", alice, "DeleteRecords", [topic], "refused", [], []),
+        ("change", alice, "DeleteTopics", [topic], "success", [], []),
+    ]
+
+    def written() -> list[tuple[Any, ...]] | None:
+        got = audit_records(kproxy, client_id)
+        got = [r for r in got if r[6] not in COORDINATOR_NOT_READY]
+        return got if len(got) >= len(expected) else None
+
+    found = wait_until(written, 30, what="the audit records")
+    assert found == expected
+    assert "CreateTopics by User:alice from client" in kproxy.log()
+    assert kproxy.metric("kproxy_audit_records_total", action="change", outcome="failure") >= 2
+
+    from tests.analyze_command import run_analyze
+
+    pytest.importorskip("pyspark")
+    out = tmp_path / "report"
+    run_analyze([str(kproxy.tmp / "events")], out)
+    report = (out / "report.html").read_text(encoding="utf-8")
+    section = report.split("<h2>Audit trail</h2>", 1)[1]
+    assert "User:alice" in section and topic in section and "DeleteRecords" in section

@@ -220,7 +220,7 @@ class Driven:
             step.requests,
             step.pause_reading,
             step.held,
-            step.refused,
+            [r.api_key for r in step.refused],
             None if step.close is None else step.close.cause,
         )
 
@@ -253,7 +253,7 @@ class Driven:
             joined(step.to_upstream),
             step.requests,
             responses,
-            step.refused,
+            [r.api_key for r in step.refused],
             step.resume_reading,
             None if step.close is None else step.close.cause,
         )

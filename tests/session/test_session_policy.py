@@ -58,7 +58,7 @@ def test_a_refused_request_is_answered_and_never_forwarded() -> None:
         ("orders", ErrorCode.topic_authorization_failed),
         ("audit", ErrorCode.topic_authorization_failed),
     ]
-    assert step.refused == [DELETE_TOPICS]
+    assert [r.api_key for r in step.refused] == [DELETE_TOPICS]
     assert not s.inflight
 
 
@@ -71,14 +71,18 @@ def test_a_refusal_follows_the_responses_before_it_and_holds_nothing() -> None:
     step = client(s, metadata_request(8) + delete_topics(9, "orders") + metadata_request(10))
     assert joined(step.to_upstream) == metadata_request(8) + metadata_request(10)
     assert step.to_client == [] and not step.pause_reading and step.held == 0
-    assert step.refused == [DELETE_TOPICS]
+    assert [r.api_key for r in step.refused] == [DELETE_TOPICS]
     assert s.waiting_bytes == 0
     step = upstream(s, metadata_response(8, [(1, "b1", 9092)]))
     out = joined(step.to_client)
     first_size = struct.unpack(">i", out[:4])[0]
     assert struct.unpack(">i", out[4:8])[0] == 8  # the Metadata answer first
     assert [r.name for r in refusal(out[4 + first_size :]).responses] == ["orders"]
-    assert step.to_upstream == [] and not step.resume_reading and step.refused == []
+    assert (
+        step.to_upstream == []
+        and not step.resume_reading
+        and [r.api_key for r in step.refused] == []
+    )
     step = upstream(s, metadata_response(10, [(1, "b1", 9092)]))
     assert struct.unpack(">i", joined(step.to_client)[4:8])[0] == 10
     assert not s.answering
@@ -87,7 +91,10 @@ def test_a_refusal_follows_the_responses_before_it_and_holds_nothing() -> None:
 def test_refusals_in_a_row_follow_the_response_before_them_in_order() -> None:
     s = policy_session({DELETE_TOPICS})
     step = client(s, metadata_request(8) + delete_topics(9, "a") + delete_topics(11, "b"))
-    assert step.refused == [DELETE_TOPICS, DELETE_TOPICS] and not step.pause_reading
+    assert [r.api_key for r in step.refused] == [
+        DELETE_TOPICS,
+        DELETE_TOPICS,
+    ] and not step.pause_reading
     out = joined(upstream(s, metadata_response(8, [(1, "b1", 9092)])).to_client)
     frames, pos = [], 0
     while pos < len(out):
@@ -109,7 +116,11 @@ def test_a_refusal_follows_a_response_held_for_a_listener() -> None:
     held = upstream(s, metadata_response(8, [(1, "b1", 9092)]))
     assert held.nodes_needing_listeners == [1] and held.to_client == []
     step = client(s, delete_topics(9, "orders"))
-    assert step.to_client == [] and step.refused == [DELETE_TOPICS] and not step.pause_reading
+    assert (
+        step.to_client == []
+        and [r.api_key for r in step.refused] == [DELETE_TOPICS]
+        and not step.pause_reading
+    )
     s.mapping.listener_bound(1, 19001)
     out = joined(s.listeners_opened(LATER).to_client)
     first_size = struct.unpack(">i", out[:4])[0]
@@ -141,7 +152,7 @@ def test_advertise_denied_keeps_refused_apis_in_api_versions_and_still_refuses()
     s = ProxySession(address_map(), SessionLimits(1 << 20, 100), CLIENT_REFUSED_APIS, policy)
     assert advertised_keys(s) == [METADATA, DELETE_TOPICS]
     step = client(s, delete_topics(9, "a"))
-    assert step.to_upstream == [] and step.refused == [DELETE_TOPICS]
+    assert step.to_upstream == [] and [r.api_key for r in step.refused] == [DELETE_TOPICS]
 
 
 def test_a_policy_update_holds_for_an_established_session() -> None:
@@ -151,7 +162,7 @@ def test_a_policy_update_holds_for_an_established_session() -> None:
     s.inflight.pop(9)  # answered
     policy.update("gateway", frozenset({DELETE_TOPICS}), advertise_denied=False)
     step = client(s, delete_topics(9, "a"))
-    assert step.to_upstream == [] and step.refused == [DELETE_TOPICS]
+    assert step.to_upstream == [] and [r.api_key for r in step.refused] == [DELETE_TOPICS]
 
 
 def test_a_refused_produce_with_acks_0_closes_the_connection() -> None:
@@ -161,7 +172,7 @@ def test_a_refused_produce_with_acks_0_closes_the_connection() -> None:
     assert step.close is not None and step.close.reason == "api_denied"
     assert step.to_upstream == []
     step = client(policy_session({PRODUCE}), produce_request(3, acks=1))
-    assert step.close is None and step.to_client and step.refused == [PRODUCE]
+    assert step.close is None and step.to_client and [r.api_key for r in step.refused] == [PRODUCE]
 
 
 def test_what_a_client_needs_first_is_never_refused() -> None:
