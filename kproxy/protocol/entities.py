@@ -24,13 +24,19 @@ _KINDS: Final = {"topicName": TOPIC, "groupId": GROUP, "transactionalId": TRANSA
 
 
 def read_message(
-    api_key: int, is_request: bool, version: int, frame: memoryview, body_offset: int
+    api_key: int,
+    is_request: bool,
+    version: int,
+    frame: memoryview,
+    body_offset: int,
+    max_elements: int | None = None,
 ) -> tuple[Layout, Value] | None:
-    """A message body read by its layout (None: kproxy has no layout for it)."""
+    """A message body read by its layout (None: kproxy has no layout for it); more than
+    `max_elements` array elements raise ProtocolError `too_large`."""
     layout = layout_for(api_key, is_request, version)
     if layout is None:
         return None
-    reader = LayoutReader(frame, body_offset, is_flexible(api_key, version))
+    reader = LayoutReader(frame, body_offset, is_flexible(api_key, version), max_elements)
     return layout, reader.read(layout)
 
 

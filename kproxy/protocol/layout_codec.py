@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kproxy.protocol.errors import MalformedMessage
+from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.generated.layouts import LAYOUTS
 from kproxy.protocol.primitives import encode_count, encode_string, encode_uvarint, read_uvarint
 
@@ -37,12 +37,17 @@ def layout_for(api_key: int, is_request: bool, version: int) -> Layout | None:
 
 
 class LayoutReader:
-    """Reads one message body into {field name: value}; tagged fields are skipped."""
+    """Reads one message body into {field name: value}; tagged fields are skipped.
+    `max_elements`: array elements read in all, at most (ProtocolError `too_large`
+    beyond: a small frame of tiny elements makes many Python objects)."""
 
-    def __init__(self, buf: memoryview, pos: int, flexible: bool) -> None:
+    def __init__(
+        self, buf: memoryview, pos: int, flexible: bool, max_elements: int | None = None
+    ) -> None:
         self.buf = buf
         self.pos = pos
         self.flexible = flexible
+        self.elements_left = max_elements
 
     def read(self, layout: Layout) -> Value:
         try:
@@ -68,6 +73,10 @@ class LayoutReader:
             # Every element takes at least one byte: a count beyond the bytes left is a lie.
             if count > len(self.buf) - self.pos:
                 raise MalformedMessage(f"array of {count} elements in fewer bytes")
+            if self.elements_left is not None:
+                self.elements_left -= count
+                if self.elements_left < 0:
+                    raise ProtocolError("more array elements than kproxy reads", "too_large")
             if elem == "struct":
                 assert sub is not None
                 return [self._struct(sub) for _ in range(count)]

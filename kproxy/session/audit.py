@@ -34,10 +34,12 @@ from kproxy.protocol.headers import RequestHeader, parse_response_header
 from kproxy.protocol.layout_codec import Layout, Value
 
 OFFSET_COMMIT: Final = 8
-# A change request or response is read whole into Python values: beyond this size it is
-# not (the request is refused, closing its connection; the response's outcome is
-# `unread`), so that no client can make kproxy hold or walk an unbounded structure.
+# A change request or response is read whole into Python values: beyond this size, or
+# this many array elements (topics, partitions, configs... in all), it is not (the
+# request is refused, closing its connection; the response's outcome is `unread`), so
+# that no client can make kproxy hold or walk an unbounded structure.
 READ_LIMIT: Final = 8 << 20
+ELEMENT_LIMIT: Final = 50_000
 # The requests that change the cluster, by API key: what each changes.
 CHANGES: Final[dict[int, str]] = {
     OFFSET_COMMIT: "offsets",  # only a commit from outside the group (`_standalone_commit`)
@@ -137,7 +139,16 @@ def audit_request(
             "bytes kproxy reads for the audit trail",
             reason="audit_too_large",
         )
-    read = read_message(key, True, version, frame, hdr.body_offset)
+    try:
+        read = read_message(key, True, version, frame, hdr.body_offset, ELEMENT_LIMIT)
+    except ProtocolError as exc:
+        if exc.reason != "too_large":
+            raise
+        raise ProtocolError(
+            f"{api_name(key)} request of more than {ELEMENT_LIMIT} array elements: more "
+            "than kproxy reads for the audit trail",
+            reason="audit_too_large",
+        ) from exc
     if read is None:
         raise MalformedMessage(f"{api_name(key)} v{version}: no layout to read it by")
     layout, value = read
@@ -154,7 +165,10 @@ def audit_response(record: AuditRecord, frame: memoryview, header_version: int) 
     if len(frame) > READ_LIMIT:
         record.outcome = "unread"
         return record
-    read = read_message(record.api_key, False, record.version, frame, body)
+    try:
+        read = read_message(record.api_key, False, record.version, frame, body, ELEMENT_LIMIT)
+    except ProtocolError:  # the client reads it as it may; only its outcome is unknown
+        read = None
     if read is None:
         record.outcome = "unread"
         return record

@@ -93,10 +93,12 @@ def forward_requests(
         if route == AUDIT:
             # Read before it is admitted: a body that does not parse closes the
             # connection, never passes unread (`kproxy.session.audit`).
-            record = audit_request(hdr, head)
-            admit(hdr, head, len(head), now, admitted, inflight).audit = record
             key, version = hdr.api_key, hdr.api_version
             route = WALK if key in WALKED_REQUESTS and can_walk(key, version, True) else FORWARD
+            if route == WALK:  # the walker's caps hold before it is read whole
+                walk(head, hdr.body_offset, key, version, True, MAX_REQUEST_ENDPOINTS)
+            record = audit_request(hdr, head)
+            admit(hdr, head, len(head), now, admitted, inflight).audit = record
         else:
             admit(hdr, head, len(head), now, admitted, inflight)
         if route == IDENTIFY:

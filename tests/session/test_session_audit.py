@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import uuid
 
+import pytest
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
@@ -34,7 +35,7 @@ from kio.schema.offset_commit.v9.response import (
     OffsetCommitResponseTopic,
 )
 
-from kproxy.session import ProxySession, SessionLimits
+from kproxy.session import ProxySession, SessionLimits, audit
 from kproxy.session.admission import CLIENT_REFUSED_APIS
 from kproxy.session.audit import AuditRecord
 from kproxy.session.policy import ApiPolicy
@@ -224,16 +225,22 @@ def test_a_change_too_malformed_to_read_is_never_forwarded() -> None:
     assert step.close is not None and step.close.reason == "malformed"
 
 
-def test_a_change_past_the_read_limit_is_refused_unread() -> None:
-    import pytest
-
-    from kproxy.session import audit
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(audit, "READ_LIMIT", 64)
-        s = audit_session()
-        step = client(
-            s, encode_request_frame(create_topics(*(f"t{i}" for i in range(20))), 5, "ops")
-        )
+@pytest.mark.parametrize("limit", ["READ_LIMIT", "ELEMENT_LIMIT"])
+def test_a_change_past_the_read_limits_is_refused_unread(
+    limit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its bytes or its array elements in all, a change is never read whole."""
+    monkeypatch.setattr(audit, limit, 64 if limit == "READ_LIMIT" else 10)
+    s = audit_session()
+    request = create_topics(*(f"t{i}" for i in range(20)))
+    step = client(s, encode_request_frame(request, 5, "ops"))
     assert step.to_upstream == []
     assert step.close is not None and step.close.reason == "audit_too_large"
+    assert (
+        round_trip(
+            audit_session(),
+            create_topics("t0"),
+            CreateTopicsResponse(throttle_time=ZERO, topics=(topic_result("t0", ErrorCode.none),)),
+        )[0].outcome
+        == "success"
+    )  # a request within the limits is read
