@@ -65,6 +65,16 @@ def _at(value: Any, path: tuple[str, ...]) -> Iterator[str]:
     yield from _at(value.get(path[0]), path[1:])
 
 
+def substructs(layout: Layout, value: Value) -> Iterator[tuple[Layout, Value]]:
+    """The structs directly under a read struct (array elements one by one), each with
+    its layout."""
+    for name, _typ, _nullable, _default, _entity, _key, sub in layout[0]:
+        item = value.get(name)
+        if sub is not None and item is not None:
+            for element in item if isinstance(item, list) else (item,):
+                yield sub, element
+
+
 def errors_by_resource(
     layout: Layout, value: Value, resource_of: Any = None
 ) -> list[tuple[Resource | None, int]]:
@@ -95,10 +105,8 @@ def _errors(
     else:
         if resource_of is not None:
             here = resource_of(value) or around
-    for name, typ, _nullable, _default, _entity, _key, sub in fields:
-        item = value.get(name)
+    for name, typ, _nullable, _default, _entity, _key, _sub in fields:
         if name == "ErrorCode" and typ == "int16":
-            found.append((here, item or 0))
-        elif sub is not None and item is not None:
-            for element in item if isinstance(item, list) else (item,):
-                _errors(sub, element, here, resource_of, found)
+            found.append((here, value.get(name) or 0))
+    for sub, element in substructs(layout, value):
+        _errors(sub, element, here, resource_of, found)

@@ -28,6 +28,7 @@ from kproxy.protocol.entities import (
     errors_by_resource,
     named_entities,
     read_message,
+    substructs,
 )
 from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.headers import RequestHeader, parse_response_header
@@ -211,11 +212,8 @@ def _structs(layout: Layout, value: Value, reader: Any, out: list[Resource]) -> 
     found = reader(value)
     if found is not None:
         out.append(found)
-    for _name, _typ, _nullable, _default, _entity, _key, sub in layout[0]:
-        item = value.get(_name)
-        if sub is not None and item is not None:
-            for element in item if isinstance(item, list) else (item,):
-                _structs(sub, element, reader, out)
+    for sub, element in substructs(layout, value):
+        _structs(sub, element, reader, out)
 
 
 def _resource_reader(key: int) -> Any:

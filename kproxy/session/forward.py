@@ -90,28 +90,24 @@ def forward_requests(
         if answer is not None:
             answer_in_order(answer, inflight, session.held, session.stream, answers)
             continue
+        key, version = hdr.api_key, hdr.api_version
+        walked = None
+        if route == WALK or (
+            route == AUDIT and key in WALKED_REQUESTS and can_walk(key, version, True)
+        ):
+            # Walked first: the walker's caps hold before an audited one is read whole.
+            walked = walk(head, hdr.body_offset, key, version, True, MAX_REQUEST_ENDPOINTS)
+        req = admit(hdr, head, len(head), now, admitted, inflight)
         if route == AUDIT:
-            # Read before it is admitted: a body that does not parse closes the
-            # connection, never passes unread (`kproxy.session.audit`).
-            key, version = hdr.api_key, hdr.api_version
-            route = WALK if key in WALKED_REQUESTS and can_walk(key, version, True) else FORWARD
-            if route == WALK:  # the walker's caps hold before it is read whole
-                walk(head, hdr.body_offset, key, version, True, MAX_REQUEST_ENDPOINTS)
-            record = audit_request(hdr, head)
-            admit(hdr, head, len(head), now, admitted, inflight).audit = record
-        else:
-            admit(hdr, head, len(head), now, admitted, inflight)
-        if route == IDENTIFY:
+            # A body that does not parse closes the connection: never passed on unread.
+            req.audit = audit_request(hdr, head)
+        elif route == IDENTIFY:
             if session.identity is None:
                 session.identity = Identity(session.oauthbearer_claim)
             sasl_request(session.identity, hdr, head)
-        elif route == WALK:
-            result = walk(
-                head, hdr.body_offset, hdr.api_key, hdr.api_version, True, MAX_REQUEST_ENDPOINTS
-            )
-            if result.endpoints:
-                out.extend(rewrite(head, result.endpoints, session.cluster_view).chunks)
-                continue
+        if walked is not None and walked.endpoints:
+            out.extend(rewrite(head, walked.endpoints, session.cluster_view).chunks)
+            continue
         if whole is None:
             out.append(_pack_size(len(head)))
             out.append(head)
