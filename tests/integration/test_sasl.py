@@ -9,6 +9,7 @@ with `cluster.sasl`, or without it learns the brokers from the answers it relays
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -524,12 +525,13 @@ COORDINATOR_NOT_READY = ([14], [15], [16])
 
 
 def _succeeded(futures: dict[Any, Any]) -> bool:
+    """Every future answered without error, partition errors of an offset commit included."""
     try:
-        for future in futures.values():
-            future.result(30)
+        results = [future.result(30) for future in futures.values()]
     except Exception:
         return False
-    return True
+    partitions = [p for r in results for p in getattr(r, "topic_partitions", None) or ()]
+    return all(p.error is None for p in partitions)
 
 
 def audit_records(kproxy: KproxyProcess, client_id: str) -> list[tuple[Any, ...]]:
@@ -589,10 +591,11 @@ def test_a_scripted_admin_sequence_is_the_audit_trail(
     offsets = ConsumerGroupTopicPartitions("alice-audit", [TopicPartition(AUDITED, 0, 0)])
     # A new group's coordinator may not be ready at first: tried again, and each such
     # answer is a record of its own (dropped below).
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while not _succeeded(admin.alter_consumer_group_offsets([offsets])):
         assert time.monotonic() < deadline, "the offsets were never committed"
-    settle(admin.delete_consumer_groups(["alice-audit"]))
+    while not _succeeded(admin.delete_consumer_groups(["alice-audit"])):
+        assert time.monotonic() < deadline, "the group was never deleted"
     settle(admin.delete_records([TopicPartition(AUDITED, 0, 0)]))  # refused by kproxy
     settle(admin.delete_topics([AUDITED]))
     alice, topic = "User:alice", f"topic:{AUDITED}"
@@ -621,8 +624,10 @@ def test_a_scripted_admin_sequence_is_the_audit_trail(
         got = [r for r in got if r[6] not in COORDINATOR_NOT_READY]
         return got if len(got) >= len(expected) else None
 
-    found = wait_until(written, 30, what="the audit records")
-    assert found == expected
+    with contextlib.suppress(TimeoutError):
+        wait_until(written, 30, what="the audit records")
+    found = [r for r in audit_records(kproxy, client_id) if r[6] not in COORDINATOR_NOT_READY]
+    assert found == expected, audit_records(kproxy, client_id)
     assert "CreateTopics by User:alice from client" in kproxy.log()
     assert kproxy.metric("kproxy_audit_records_total", action="change", outcome="failure") >= 2
 
