@@ -59,6 +59,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--baseline HEAD: what quotas cost)",
     )
     p.add_argument(
+        "--authorization",
+        action="store_true",
+        help="give this tree's kproxy 20 authorization rules, the last allowing what the "
+        "workload does (with --baseline HEAD: what the rules cost)",
+    )
+    p.add_argument(
         "--compile-baseline",
         action="store_true",
         help="build the baseline checkout with mypyc (KPROXY_COMPILE=1, setup.py): "
@@ -77,6 +83,29 @@ UNREACHED_QUOTA: Final = {
                 "requests_per_second": 1e9,
             }
         ]
+    }
+}
+
+
+# Twenty rules that apply to the bench's clients (bench ab --authorization): nineteen
+# name other topics, groups and transactional ids (literal, prefix and glob), the last
+# allows everything, so every entity a request names is checked against all of them
+# the first time its connection sees it.
+TWENTY_RULES: Final = {
+    "listeners": {
+        "authorization": {
+            "rules": [
+                *(
+                    {"effect": "deny", "topics": [f"secret-{i}", f"audit-{i}-*", f"*-{i}-pii"]}
+                    for i in range(10)
+                ),
+                *(
+                    {"effect": "deny", "groups": [f"ops-{i}-*"], "transactional_ids": [f"tx-{i}"]}
+                    for i in range(9)
+                ),
+                {"effect": "allow", "topics": ["*"], "groups": ["*"], "transactional_ids": ["*"]},
+            ]
+        }
     }
 }
 
@@ -131,7 +160,10 @@ def main_ab(args: argparse.Namespace) -> int:
             out_md=None,
             baseline_source=baseline,
             baseline_loop=loop,
-            kproxy_config=UNREACHED_QUOTA if args.quota else {},
+            kproxy_config={
+                **(UNREACHED_QUOTA if args.quota else {}),
+                **(TWENTY_RULES if args.authorization else {}),
+            },
         )
         if args.paired:
             from bench.paired import PairedHarness

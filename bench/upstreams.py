@@ -199,7 +199,8 @@ class Upstream:
                 peer = KproxyPeer(path, loop, servers, wd, source=self.compiled_source)
             else:
                 peer = KproxyPeer(path, path.split("-", 1)[1], servers, wd)
-            peer.config.update(self.kproxy_config)
+            for section, values in self.kproxy_config.items():
+                peer.config.setdefault(section, {}).update(values)
             return peer.start()
         if path == "kroxylicious":
             return KroxyliciousPeer(path, target, self.node_ids, wd).start()

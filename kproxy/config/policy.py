@@ -7,14 +7,12 @@ IncrementalAlterConfigs...), checked against kproxy's API table, so a typo fails
 
 from __future__ import annotations
 
-import difflib
 from typing import Annotated
 
 from pydantic import AfterValidator, Field, Strict, WithJsonSchema, model_validator
-from pydantic_core import PydanticCustomError
 
 from kproxy.config.section import Section
-from kproxy.config.types import fail
+from kproxy.config.types import fail, one_of
 from kproxy.protocol.apis import APIS
 from kproxy.session.policy import ALWAYS_ALLOWED
 
@@ -24,20 +22,10 @@ _KEYS_BY_NAME = {info.name: key for key, info in APIS.items()}
 _ALWAYS_ALLOWED_NAMES = sorted(APIS[k].name for k in ALWAYS_ALLOWED)
 
 
-def _api_name(value: str) -> str:
-    if value not in _KEYS_BY_NAME:
-        near = difflib.get_close_matches(value, list(_KEYS_BY_NAME), n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise PydanticCustomError(
-            "api_name", "{message}", {"message": f"not a Kafka API name{hint}"}
-        )
-    return value
-
-
 ApiName = Annotated[
     str,
     Strict(),
-    AfterValidator(_api_name),
+    AfterValidator(one_of(_KEYS_BY_NAME, "a Kafka API name")),
     WithJsonSchema({"type": "string", "enum": sorted(_KEYS_BY_NAME)}),
 ]
 

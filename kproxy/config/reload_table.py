@@ -32,6 +32,8 @@ LIVE: Final[dict[str, str]] = {
     "turning TLS on or off needs a restart",
     "listeners.api_policy": "at once, established connections included (their clients keep "
     "the ApiVersions answer they were given)",
+    "listeners.authorization": "at once, established connections included (their next "
+    "request is checked against the new rules)",
     "listeners.name": "at once (the refusals sent and logged)",
     "limits.max_frame_bytes": "new client connections",
     "limits.max_in_flight_requests": "new client connections",

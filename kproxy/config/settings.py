@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from kproxy.config.authorization import AuthorizationSettings
 from kproxy.config.errors import FILE_PATH, ConfigError, describe_validation_error, key_segment
 from kproxy.config.events import EventSettings, KafkaSinkSettings
 from kproxy.config.limits import LimitSettings
@@ -66,11 +67,13 @@ from kproxy.protocol.hostport import (
     normalize_host,
     parse_host_port,
 )
+from kproxy.session.authorization import Authorizer
 
 __all__ = [
     "LOG_LEVELS",
     "AdminSettings",
     "ApiPolicySettings",
+    "AuthorizationSettings",
     "ClusterSaslSettings",
     "ClusterSettings",
     "ClusterTlsSettings",
@@ -200,6 +203,12 @@ class ListenerSettings(Section):
         description="the Kafka APIs clients may call here; refused ones get the "
         "authorization error a broker sends (absent: all)",
     )
+    authorization: AuthorizationSettings | None = Field(
+        None,
+        description="who may do what to which topics, groups and transactional ids, by "
+        "principal, address and client id; refused entities get the errors a broker with "
+        "the same ACLs sends (absent: everything)",
+    )
     proxy_protocol: ProxyProtocolSettings | None = Field(
         None,
         description="a PROXY protocol header (v1 or v2) before each client connection's "
@@ -235,6 +244,10 @@ class ListenerSettings(Section):
     def denied_apis(self) -> frozenset[int]:
         """The API keys this listener refuses (`listeners.api_policy`)."""
         return frozenset() if self.api_policy is None else self.api_policy.denied_keys()
+
+    def authorizer(self) -> Authorizer | None:
+        """The listener's rules, compiled (`listeners.authorization`)."""
+        return None if self.authorization is None else Authorizer.from_settings(self.authorization)
 
     def advertises_denied(self) -> bool:
         """Whether ApiVersions keeps the refused APIs (`api_policy.advertise_denied`)."""

@@ -7,8 +7,9 @@ kproxy's (`kproxy.config.errors`).
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +22,21 @@ from kproxy.protocol.hostport import MAX_PORT, HostPort, is_valid_host, parse_ho
 def fail(at: str, message: str) -> PydanticCustomError:
     """An error at `at` (a path below the model that raises it) with `message`."""
     return PydanticCustomError("kproxy", "{message}", {"at": at, "message": message})
+
+
+def one_of(names: Collection[str], what: str) -> Callable[[str], str]:
+    """A validator: the value must be one of `names`; another is refused with the
+    nearest one (`not a Kafka API name (did you mean 'CreateTopics'?)`), so that a typo
+    fails at load instead of leaving something open."""
+
+    def check(value: str) -> str:
+        if value not in names:
+            near = difflib.get_close_matches(value, list(names), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise PydanticCustomError("name", "{message}", {"message": f"not {what}{hint}"})
+        return value
+
+    return check
 
 
 def _host(value: str) -> str:

@@ -148,7 +148,8 @@ REQUESTS_REFUSED = MetricSpec(
     "kproxy_requests_refused_total",
     COUNTER,
     ("api", "listener"),
-    "Requests refused by listeners.api_policy, by API and listener (bootstrap, node-N): "
+    "Requests refused by listeners.api_policy or listeners.authorization, by API and "
+    "listener (bootstrap, node-N): "
     "answered with the authorization error a broker would send, or the connection closed "
     "where the API has no response (acks=0 Produce).",
 )

@@ -9,7 +9,7 @@ bytes left, and nothing is allocated ahead of the bytes that back it.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Final
 
 from kproxy.protocol.errors import MalformedMessage, ProtocolError
 from kproxy.protocol.generated.layouts import LAYOUTS
@@ -36,18 +36,31 @@ def layout_for(api_key: int, is_request: bool, version: int) -> Layout | None:
     return LAYOUTS.get((api_key, is_request, version))
 
 
+# Where a struct read with `keep_tagged` keeps its tagged fields, as they came: no
+# schema field starts with an underscore.
+TAGGED: Final = "_tagged"
+
+
 class LayoutReader:
-    """Reads one message body into {field name: value}; tagged fields are skipped.
+    """Reads one message body into {field name: value}; tagged fields are skipped, or
+    with `keep_tagged` kept whole under TAGGED (a message kproxy writes back keeps
+    them: KIP-951's NodeEndpoints, a Fetch's ReplicaState).
     `max_elements`: array elements read in all, at most (ProtocolError `too_large`
     beyond: a small frame of tiny elements makes many Python objects)."""
 
     def __init__(
-        self, buf: memoryview, pos: int, flexible: bool, max_elements: int | None = None
+        self,
+        buf: memoryview,
+        pos: int,
+        flexible: bool,
+        max_elements: int | None = None,
+        keep_tagged: bool = False,
     ) -> None:
         self.buf = buf
         self.pos = pos
         self.flexible = flexible
         self.elements_left = max_elements
+        self.keep_tagged = keep_tagged
 
     def read(self, layout: Layout) -> Value:
         try:
@@ -61,7 +74,10 @@ class LayoutReader:
         for name, typ, nullable, _default, _entity, _key, sub in fields:
             out[name] = self._value(typ, sub, nullable)
         if self.flexible:
+            start = self.pos
             self._skip_tagged()
+            if self.keep_tagged and self.pos - start > 1:
+                out[TAGGED] = bytes(self.buf[start : self.pos])
         return out
 
     def _value(self, typ: str, sub: Layout | None, nullable: bool = False) -> Any:
@@ -136,8 +152,9 @@ class TooLarge(Exception):
 class LayoutWriter:
     """Writes {field name: value} by a layout; missing fields take their defaults.
 
-    Tagged fields are never written (an empty tag buffer): every tagged field's default
-    is its absence. `budget` caps the bytes written (TooLarge beyond it).
+    Tagged fields are written as a read kept them (TAGGED), else not at all (an empty
+    tag buffer): every tagged field's default is its absence. `budget` caps the bytes
+    written (TooLarge beyond it).
     """
 
     def __init__(self, flexible: bool, budget: int) -> None:
@@ -164,7 +181,7 @@ class LayoutWriter:
                 item = default_value(typ, nullable, default, sub)
             self._value(typ, item, sub, nullable)
         if self.flexible:
-            self._put(b"\x00")
+            self._put(value.get(TAGGED, b"\x00"))
 
     def _value(self, typ: str, item: Any, sub: Layout | None, nullable: bool = False) -> None:
         if typ.startswith("[]"):

@@ -65,7 +65,10 @@ _SAME_KEY = (
     frozenset(("ResourceName",)),
 )
 _ZERO_UUID = bytes(16)
+# A node an error names: none (Kafka's Node.noNode(): id -1, port -1), never node 0.
+_NO_NODE = frozenset(("NodeId", "Port", "LeaderId"))
 _ALIASES = {name: group for group in _SAME_KEY for name in group}
+_PARTITION = _SAME_KEY[0]
 
 
 def _has_error_code(layout: Layout) -> bool:
@@ -88,14 +91,28 @@ def can_refuse(api_key: int, version: int) -> bool:
 class Refusal:
     """Builds one refusal (sans-IO: bytes in, bytes out)."""
 
-    def __init__(self, api_key: int, message: str) -> None:
+    def __init__(
+        self,
+        api_key: int,
+        message: str,
+        forced_code: int | None = None,
+        top_code: int = CLUSTER_AUTHORIZATION_FAILED,
+    ) -> None:
         self.api_key = api_key
         self.message = message
+        # Every ErrorCode, whatever its element names: a request refused for its group
+        # or transactional id refuses each of its partitions with that one error.
+        self.forced_code = forced_code
+        # The error of what names no entity: the cluster's for a refused API, none (0)
+        # where only the entities a request names are refused.
+        self.top_code = top_code
 
     def body(self, request: Value, req_layout: Layout, resp_layout: Layout) -> Value:
-        return self._struct(resp_layout, req_layout, request, CLUSTER_AUTHORIZATION_FAILED)
+        return self._struct(resp_layout, req_layout, request, self.top_code)
 
     def _code(self, req_layout: Layout | None, request: Value, inherited: int) -> int:
+        if self.forced_code is not None:
+            return self.forced_code
         if req_layout is None:
             return inherited
         if self.api_key in _CONFIG_RESOURCE_APIS and "ResourceType" in request:
@@ -115,7 +132,7 @@ class Refusal:
         for name, typ, nullable, _default, entity, key, sub in resp[0]:
             if typ == "int16" and name.endswith("ErrorCode"):  # PartitionErrorCode too
                 out[name] = code
-            elif name == "ErrorMessage" and typ == "string":
+            elif name == "ErrorMessage" and typ == "string" and code:
                 out[name] = self.message
             elif typ == "[]struct":
                 assert sub is not None
@@ -126,6 +143,8 @@ class Refusal:
                     value = request[source]
                     if value is not None or nullable:
                         out[name] = value
+                elif name in _NO_NODE and typ == "int32":
+                    out[name] = -1
         return out
 
     def _array(
@@ -138,10 +157,7 @@ class Refusal:
     ) -> list[Value]:
         if not _has_error_code(elem):
             return []
-        arrays = [f for f in req_fields.values() if f[1].startswith("[]")]
-        source = req_fields.get(name)
-        if source is None or not source[1].startswith("[]"):
-            source = arrays[0] if len(arrays) == 1 else None
+        source = source_array(name, elem, req_fields)
         if source is None:
             return []
         items = request.get(source[0]) or []
@@ -150,7 +166,32 @@ class Refusal:
         # An array of plain values (DeleteTopics v0-5 TopicNames): each is the key of
         # one answer, in the response's field of the same entity.
         scalar: Layout = (("", source[1][2:], False, None, source[4], True, None),), {}
-        return [self._struct(elem, scalar, {"": item}, code) for item in items]
+        answers = [self._struct(elem, scalar, {"": item}, code) for item in items]
+        if not source[4] and any(f[0] == "Key" for f in elem[0]):
+            # FindCoordinator v4+: each CoordinatorKeys name is a Coordinators[].Key.
+            for answer, item in zip(answers, items, strict=True):
+                answer["Key"] = item
+        return answers
+
+
+def source_array(
+    name: str, elem: Layout, req_fields: dict[str, tuple[Any, ...]]
+) -> tuple[Any, ...] | None:
+    """The request array a response array answers element by element: the one of the
+    same name, the only one, or the first whose elements carry the identifiers the
+    response's do (Fetch's `Topics` -> `Responses`, not `ForgottenTopicsData`)."""
+    arrays = [f for f in req_fields.values() if f[1].startswith("[]")]
+    source = req_fields.get(name)
+    if source is not None and source[1].startswith("[]"):
+        return source
+    if len(arrays) == 1:
+        return arrays[0]
+    keys = {f[0] for f in elem[0] if f[0] in _ALIASES and f[0] not in _PARTITION}
+    for array in arrays:
+        sub = array[6]
+        if sub is not None and any(_ALIASES[k] & {f[0] for f in sub[0]} for k in keys):
+            return array
+    return None
 
 
 def _copied_from(
@@ -177,6 +218,8 @@ def refusal_response(
     body_offset: int,
     message: str,
     budget: int,
+    forced_code: int | None = None,
+    top_code: int = CLUSTER_AUTHORIZATION_FAILED,
 ) -> bytes | None:
     """The whole response frame refusing this request, or None when its response cannot
     carry an error (the connection is closed instead) or would pass `budget` bytes.
@@ -192,7 +235,8 @@ def refusal_response(
         return None
     flexible = is_flexible(api_key, version)
     request = LayoutReader(frame, body_offset, flexible).read(req_layout)
-    body = Refusal(api_key, message).body(request, req_layout, resp_layout)
+    refusal = Refusal(api_key, message, forced_code, top_code)
+    body = refusal.body(request, req_layout, resp_layout)
     writer = LayoutWriter(flexible, budget)
     try:
         encoded = writer.write(resp_layout, body)

@@ -112,7 +112,7 @@ class Proxy:
             self.observer,
             session_limits(limits),
             CLIENT_REFUSED_APIS if lst.role == "client" else frozenset(),
-            ApiPolicy(lst.name, lst.denied_apis(), lst.advertises_denied()),
+            ApiPolicy(lst.name, lst.denied_apis(), lst.advertises_denied(), lst.authorizer()),
             limits.write_buffer_high_bytes,
             connect_timeout,
             self.client_tls,
@@ -188,7 +188,9 @@ class Proxy:
         svc.write_buffer_high = limits.write_buffer_high_bytes
         svc.connect_timeout = float(cluster.connect_timeout_seconds)
         svc.upstream_tls = upstream_tls
-        svc.api_policy.update(lst.name, lst.denied_apis(), lst.advertises_denied())
+        svc.api_policy.update(
+            lst.name, lst.denied_apis(), lst.advertises_denied(), lst.authorizer()
+        )
         discovery = self.discovery
         discovery.tls, discovery.sasl = upstream_tls, cluster.sasl
         discovery.connect_timeout = svc.connect_timeout

@@ -103,14 +103,19 @@ class ConnectionServices:
         listener, principal = self.api_policy.listener, conn.principal
         for record in refused:
             self.observer.audited(conn.listener, conn.peer_ip, principal, record)
+            why = (
+                f"{', '.join(record.resources)} refused by listener {listener!r}'s authorization"
+                if record.by_rules
+                else f"not allowed on listener {listener!r} (api_policy)"
+            )
             self.refused_log.warning(
                 record.api,
-                "refused %s from client %s (%s) on %s: not allowed on listener %r (api_policy)",
+                "refused %s from client %s (%s) on %s: %s",
                 record.api,
                 conn.peer,
                 principal,
                 conn.listener,
-                listener,
+                why,
             )
 
     def audited(self, conn: Connection, changes: list[AuditRecord]) -> None:

@@ -51,6 +51,7 @@ from kproxy.protocol.refusal import refusal_response, refusal_text
 from kproxy.protocol.requests import produce_acks
 from kproxy.protocol.walker import can_walk
 from kproxy.session.audit import CHANGE_APIS
+from kproxy.session.authorize import checked
 from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
 
@@ -63,6 +64,9 @@ CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
 # forwarded as it came and read for who the client is (SASL), or read for the audit
 # trail (and walked, when it may carry endpoints).
 FORWARD, WALK, DENY, ANSWER, CLOSE, IDENTIFY, AUDIT = range(7)
+# Or'ed into a route that lets a request pass: checked first against the listener's
+# authorization rules (`kproxy.session.authorize`), by the general path.
+AUTHORIZE = 8
 SASL_APIS = frozenset((SASL_HANDSHAKE, SASL_AUTHENTICATE))
 
 
@@ -105,6 +109,8 @@ class Admission:
     def rebuild(self) -> None:
         """Build the tables from the policy as it is now (`ApiPolicy.update` calls it)."""
         denied = self.policy.denied
+        authorizer = self.policy.authorizer
+        api_rules = frozenset() if authorizer is None else authorizer.apis()
         routes: dict[int, int] = {}
         lane: dict[int, tuple[int, int]] = {}
         for key, info in APIS.items():
@@ -112,7 +118,14 @@ class Admission:
                 # One int key, no tuple to build per request; a negative version read
                 # off the wire (masked to 16 bits) matches no entry.
                 at = key << 16 | (version & 0xFFFF)
-                routes[at] = route = route_of(key, version, self.refused_apis, denied)
+                route = route_of(key, version, self.refused_apis, denied)
+                if (
+                    authorizer is not None
+                    and route in (FORWARD, WALK, AUDIT)
+                    and checked(key, version, api_rules)
+                ):
+                    route |= AUTHORIZE
+                routes[at] = route
                 # ApiVersions, once per connection, is left to the general path, which
                 # answers a version it does not know.
                 if route == FORWARD and headers[0] >= 1 and key != API_VERSIONS:

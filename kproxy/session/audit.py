@@ -97,6 +97,7 @@ class AuditRecord:
     __slots__ = (
         "action",
         "api_key",
+        "by_rules",
         "client_id",
         "errors",
         "failed",
@@ -121,6 +122,9 @@ class AuditRecord:
         self.outcome = "refused" if action == REFUSE else "pending"
         self.failed: list[str] = []
         self.errors: list[int] = []  # the distinct non-zero error codes, sorted
+        # A refusal by the listener's authorization rules (not its API policy): the
+        # resources are those refused.
+        self.by_rules = False
 
     @property
     def api(self) -> str:
@@ -158,6 +162,14 @@ def audit_request(
     named = named_entities(key, True, version, value)
     _more_resources(key, layout, value, named)
     return AuditRecord(action, key, version, hdr.client_id, _unique(named))
+
+
+def refusal_record(hdr: RequestHeader, verdict: Any) -> AuditRecord:
+    """The record of what the listener's authorization rules refused of a request
+    (`kproxy.session.authorize.Verdict`)."""
+    record = AuditRecord(REFUSE, hdr.api_key, hdr.api_version, hdr.client_id, verdict.refused)
+    record.by_rules = True
+    return record
 
 
 def audit_response(record: AuditRecord, frame: memoryview, header_version: int) -> AuditRecord:

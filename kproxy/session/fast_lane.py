@@ -244,8 +244,9 @@ def _response(
     if correlation_id >= 0x80000000:
         correlation_id -= 0x100000000
     req: InFlight | None = inflight.peek(correlation_id)
-    # kproxy's own answers follow it, or a quota is to see it (kproxy.session.quota).
-    if req is None or req.then is not None or req.quota is not None:
+    # kproxy's own answers follow it, a quota is to see it (kproxy.session.quota) or
+    # the listener's authorization is to edit it (kproxy.session.response_edit).
+    if req is None or req.then is not None or req.quota is not None or req.authz is not None:
         return None
     key = req.api_key
     if key in WALKED_RESPONSES:

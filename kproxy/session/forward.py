@@ -17,6 +17,7 @@ from kproxy.protocol.walker import MAX_REQUEST_ENDPOINTS, can_walk, walk
 from kproxy.session.admission import (
     ANSWER,
     AUDIT,
+    AUTHORIZE,
     CLOSE,
     DENY,
     FORWARD,
@@ -27,8 +28,10 @@ from kproxy.session.admission import (
     closing_error,
     refuse,
 )
-from kproxy.session.audit import REFUSE, audit_request
-from kproxy.session.identity import Identity, sasl_request
+from kproxy.session.audit import REFUSE, audit_request, refusal_record
+from kproxy.session.authorization import Scope
+from kproxy.session.authorize import authorize
+from kproxy.session.identity import ANONYMOUS, Identity, sasl_request
 from kproxy.session.inflight import InFlight
 from kproxy.session.order import answer_in_order
 from kproxy.session.quota import QuotaBook
@@ -67,6 +70,24 @@ def forward_requests(
         # in flight: its answer would otherwise pass the responses before it.
         if route == CLOSE or (route == ANSWER and inflight):
             raise closing_error(hdr, admission.refused_apis)
+        edit = None
+        if route & AUTHORIZE and type(frame) is not FrameStart:
+            route ^= AUTHORIZE
+            verdict = authorize(
+                _scope(session, hdr.client_id),
+                session.policy.topic_names,
+                hdr,
+                head,
+                session.policy.listener,
+            )
+            if verdict.refused:
+                step.refused.append(refusal_record(hdr, verdict))
+            if verdict.answer is not None:
+                answer_in_order(verdict.answer, inflight, session.held, session.stream, answers)
+                continue
+            if verdict.request is not None:  # split: the allowed part goes on
+                head, whole = memoryview(verdict.request), None
+            edit = verdict.edit
         if type(frame) is FrameStart:
             # A large request on its way: unless kproxy must rewrite or refuse it, it is
             # passed on as it arrives, its header read from its first bytes.
@@ -98,6 +119,7 @@ def forward_requests(
             # Walked first: the walker's caps hold before an audited one is read whole.
             walked = walk(head, hdr.body_offset, key, version, True, MAX_REQUEST_ENDPOINTS)
         req = admit(hdr, head, len(head), now, admitted, inflight)
+        req.authz = edit
         if route == AUDIT:
             # A body that does not parse closes the connection: never passed on unread.
             req.audit = audit_request(hdr, head)
@@ -114,6 +136,21 @@ def forward_requests(
         else:
             out.append(whole)  # one buffer, as read
     return None
+
+
+def _scope(session: SessionState, client_id: str | None) -> Scope:
+    """The caller's rules (`kproxy.session.authorization`), found again when its
+    principal or client id changes or a reload made new rules."""
+    authorizer = session.policy.authorizer
+    assert authorizer is not None
+    identity = session.identity
+    principal = ANONYMOUS if identity is None else identity.principal
+    key = (authorizer, principal, client_id)
+    scope = session.authz_scope
+    if scope is None or session.authz_key != key:
+        scope = session.authz_scope = authorizer.scope(principal, session.client_host, client_id)
+        session.authz_key = key
+    return scope
 
 
 def charge(session: SessionState, quotas: QuotaBook, step: ClientStep, now: float) -> None:

@@ -14,6 +14,7 @@ from kproxy.protocol.walker import LeaderObservation
 if TYPE_CHECKING:
     from kproxy.session.audit import AuditRecord
     from kproxy.session.quota import QuotaBucket
+    from kproxy.session.response_edit import ResponseEdit
 
 NO_NODES: Final[frozenset[int]] = frozenset()
 
@@ -24,6 +25,7 @@ class InFlight:
     __slots__ = (
         "api_key",
         "audit",
+        "authz",
         "client_id",
         "endpoint_nodes",
         "header_version",
@@ -60,6 +62,9 @@ class InFlight:
         # A request that changes the cluster, to complete with its response's outcome
         # (`kproxy.session.audit`); None: not audited.
         self.audit: AuditRecord | None = None
+        # What the listener's authorization does to its response
+        # (`kproxy.session.response_edit`); None: nothing.
+        self.authz: ResponseEdit | None = None
         # Its response, once sent to the client (`answered`).
         self.size = 0  # bytes sent to the client (after any rewrite)
         self.upstream_seconds = 0.0  # request sent -> response back

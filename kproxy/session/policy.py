@@ -20,6 +20,8 @@ from typing import Protocol
 
 from kproxy.protocol.api_versions import SUPPORTED
 from kproxy.protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
+from kproxy.session.authorization import Authorizer
+from kproxy.session.response_edit import TopicNames
 
 
 class Routes(Protocol):
@@ -35,22 +37,44 @@ ALWAYS_ALLOWED = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
 class ApiPolicy:
     """The API keys refused on one listener."""
 
-    __slots__ = ("admissions", "advertise_denied", "denied", "listener")
+    __slots__ = (
+        "admissions",
+        "advertise_denied",
+        "authorizer",
+        "denied",
+        "listener",
+        "topic_names",
+    )
 
     def __init__(
-        self, listener: str, denied: frozenset[int] = frozenset(), advertise_denied: bool = False
+        self,
+        listener: str,
+        denied: frozenset[int] = frozenset(),
+        advertise_denied: bool = False,
+        authorizer: Authorizer | None = None,
     ) -> None:
         self.listener = listener
         self.denied = denied - ALWAYS_ALLOWED
         self.advertise_denied = advertise_denied
+        # The listener's authorization rules (`kproxy.session.authorization`), if any,
+        # and the topic ids its clients' Metadata answers named (kept across reloads).
+        self.authorizer = authorizer
+        self.topic_names = TopicNames()
         # Its routes per listener role (`kproxy.session.admission.admission_for`),
         # rebuilt by `update`.
         self.admissions: dict[frozenset[int], Routes] = {}
 
-    def update(self, listener: str, denied: frozenset[int], advertise_denied: bool) -> None:
+    def update(
+        self,
+        listener: str,
+        denied: frozenset[int],
+        advertise_denied: bool,
+        authorizer: Authorizer | None = None,
+    ) -> None:
         self.listener = listener
         self.denied = denied - ALWAYS_ALLOWED
         self.advertise_denied = advertise_denied
+        self.authorizer = authorizer
         for routes in self.admissions.values():
             routes.rebuild()
 

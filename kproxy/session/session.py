@@ -44,6 +44,7 @@ from kproxy.session.policy import ApiPolicy
 from kproxy.session.quota import QuotaBook
 from kproxy.session.records import Frame, Held, SessionClose, SessionLimits, frame_bytes
 from kproxy.session.release import release_tail, release_unwalked, release_whole, throttle_for
+from kproxy.session.response_edit import edit_response
 from kproxy.session.state import STREAM_REQUESTS_AFTER, SessionState
 from kproxy.session.steps import ClientStep, UpstreamStep
 from kproxy.session.streaming import StreamedResponse, streamable
@@ -278,6 +279,11 @@ class ProxySession(SessionState):
         nodes it names that need a listener before it may be sent go into `needed`."""
         req = request_for(self.inflight, frame)
         key = req.api_key
+        whole = self.upstream_reader.take_whole()  # this response, when it came alone
+        if req.authz is not None:  # kproxy.session.response_edit
+            edited = edit_response(req.authz, key, req.version, frame, req.header_version)
+            if edited is not None:
+                frame, whole = memoryview(edited), None
         if key in SASL_APIS and self.identity is not None:  # kproxy.session.identity
             ended = sasl_response(self.identity, req, frame)
             if ended is not None:
@@ -285,7 +291,6 @@ class ProxySession(SessionState):
         elif req.audit is not None:  # a change, recorded with its outcome
             step.facts().audits.append(audit_response(req.audit, frame, req.header_version))
         walked: WalkResult | None = None
-        whole = self.upstream_reader.take_whole()  # this response, when it came alone
         if key in WALKED_RESPONSES:
             _, body = parse_response_header(frame, req.header_version)
             # Scanned in the read itself when it came alone (the frame starts 4 bytes in).
@@ -320,7 +325,7 @@ class ProxySession(SessionState):
         to be gathered whole). Whatever came before it is released first."""
         head = start.head
         req: InFlight | None = self.inflight.peek(_corr_id(head, 0)[0]) if len(head) >= 4 else None
-        if req is None or not streamable(req.api_key, req.version):
+        if req is None or req.authz is not None or not streamable(req.api_key, req.version):
             return False
         try:
             body = parse_response_header(head, req.header_version)[1]

@@ -11,6 +11,7 @@ from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.walker import Endpoint
 from kproxy.session.admission import CLIENT_REFUSED_APIS, admission_for
+from kproxy.session.authorization import Scope
 from kproxy.session.identity import Identity
 from kproxy.session.mapping import AddressMapping
 from kproxy.session.policy import ApiPolicy
@@ -31,6 +32,8 @@ class SessionState:
         "_paused_for_inflight",
         "_waiting",
         "admission",
+        "authz_key",
+        "authz_scope",
         "awaiting_success",
         "client_host",
         "client_reader",
@@ -100,6 +103,10 @@ class SessionState:
         # holds, until TLS or a SASL exchange says (anonymous until then).
         self.identity: Identity | None = None
         self.oauthbearer_claim = "sub"  # the claim that names an OAUTHBEARER client
+        # The rules that apply to the caller (`kproxy.session.authorization`), and the
+        # (rules, principal, client id) they were found for.
+        self.authz_scope: Scope | None = None
+        self.authz_key: tuple[object, str, str | None] | None = None
 
     def cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         """Where a request's endpoint is in the cluster (the client named kproxy's)."""

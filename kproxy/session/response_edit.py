@@ -1,0 +1,140 @@
+"""What the listener's authorization does to a response (sans-IO): the errors of the
+refused part of a split request merged in where that part stood, and the topics,
+groups and transactional ids the caller may not describe left out of a Metadata for
+all topics, a ListGroups or a ListTransactions answer, as a broker's authorizer
+leaves them out. Metadata answers also teach the listener's topic ids (`TopicNames`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kproxy.protocol.apis import is_flexible
+from kproxy.protocol.entities import GROUP, TOPIC, TRANSACTIONAL_ID
+from kproxy.protocol.headers import parse_response_header
+from kproxy.protocol.layout_codec import LayoutReader, LayoutWriter, Value, layout_for
+from kproxy.protocol.refusal import Refusal, source_array
+from kproxy.session.authorization import Scope
+
+METADATA: Final = 3
+LIST_GROUPS: Final = 16
+LIST_TRANSACTIONS: Final = 66
+DESCRIBE_TOPIC_PARTITIONS: Final = 75
+_ZERO_UUID: Final = bytes(16)
+# (array, name field, kind) of the answers that list what the caller may describe.
+_LISTED: Final = {
+    LIST_GROUPS: ("Groups", "GroupId", GROUP),
+    LIST_TRANSACTIONS: ("TransactionStates", "TransactionalId", TRANSACTIONAL_ID),
+}
+
+
+class TopicNames:
+    """Topic ids and their names, as Metadata answers said (KIP-516), shared by a
+    listener's sessions: a consumer's Fetch names its topics by id on a connection
+    other than the one its Metadata came on. Bounded: the oldest go first."""
+
+    __slots__ = ("_names", "most")
+
+    def __init__(self, most: int = 100_000) -> None:
+        self._names: dict[bytes, str] = {}
+        self.most = most
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        return self._names.get(topic_id)
+
+    def learn(self, topic_id: bytes, name: str) -> None:
+        names = self._names
+        if names.get(topic_id) == name:
+            return
+        if len(names) >= self.most:
+            del names[next(iter(names))]
+        names[topic_id] = name
+
+
+class ResponseEdit:
+    """What one request's response needs (`InFlight.authz`)."""
+
+    __slots__ = ("all_topics", "code", "message", "names", "positions", "refused_part", "scope")
+
+    def __init__(self, scope: Scope, names: TopicNames) -> None:
+        self.scope = scope
+        self.names = names
+        self.all_topics = False  # a Metadata request for every topic: filter its answer
+        # The refused elements of a split request, as a request of their own, and for
+        # each array split, its length in the client's request and where they stood.
+        self.refused_part: Value | None = None
+        self.positions: dict[str, tuple[int, list[int]]] = {}
+        self.message = ""
+        self.code: int | None = None  # the one error of every refused element, if set
+
+
+def edit_response(
+    edit: ResponseEdit, api_key: int, version: int, frame: memoryview, header_version: int
+) -> bytes | None:
+    """The response frame (no size prefix) as the client is to see it; None: as it came.
+    Raises MalformedMessage for a body that does not parse."""
+    layout = layout_for(api_key, False, version)
+    if layout is None:
+        return None
+    _, body = parse_response_header(frame, header_version)
+    flexible = is_flexible(api_key, version)
+    value = LayoutReader(frame, body, flexible, keep_tagged=True).read(layout)
+    changed = False
+    if api_key in (METADATA, DESCRIBE_TOPIC_PARTITIONS):
+        _learn(edit.names, value)
+    if api_key == METADATA and edit.all_topics:
+        changed = _keep(value, "Topics", "Name", lambda n: edit.scope.allows(api_key, TOPIC, n))
+    listed = _LISTED.get(api_key)
+    if listed is not None:
+        array, field, kind = listed
+        changed = _keep(value, array, field, lambda n: edit.scope.allows(api_key, kind, n))
+    if edit.refused_part is not None:
+        _merge(edit, api_key, version, layout, value)
+        changed = True
+    if not changed:
+        return None
+    encoded = LayoutWriter(flexible, 2 * len(frame) + (1 << 20)).write(layout, value)
+    return bytes(frame[:body]) + encoded
+
+
+def _learn(names: TopicNames, value: Value) -> None:
+    for topic in value.get("Topics") or ():
+        topic_id, name = topic.get("TopicId"), topic.get("Name")
+        if topic_id and topic_id != _ZERO_UUID and name:
+            names.learn(topic_id, name)
+
+
+def _keep(value: Value, array: str, field: str, allowed: Any) -> bool:
+    """Keep only the elements whose `field` the caller may describe: whether any went."""
+    items = value.get(array)
+    if not items:
+        return False
+    kept = [item for item in items if allowed(item.get(field) or "")]
+    value[array] = kept
+    return len(kept) != len(items)
+
+
+def _merge(edit: ResponseEdit, api_key: int, version: int, layout: Any, value: Value) -> None:
+    """The refused part's errors, into the response's arrays where they stood in the
+    request (appended when the broker's answer does not list one element per element
+    kept, as an incremental Fetch may not)."""
+    req_layout = layout_for(api_key, True, version)
+    assert req_layout is not None and edit.refused_part is not None
+    refusal = Refusal(api_key, edit.message, edit.code).body(edit.refused_part, req_layout, layout)
+    req_fields = {f[0]: f for f in req_layout[0]}
+    for name, typ, _nullable, _default, _entity, _key, sub in layout[0]:
+        refused = refusal.get(name)
+        if typ != "[]struct" or not refused:
+            continue
+        source = source_array(name, sub, req_fields)
+        total, at = edit.positions.get("" if source is None else source[0], (0, []))
+        answered = list(value.get(name) or ())
+        if len(at) != len(refused) or len(answered) != total - len(at):
+            value[name] = answered + refused
+            continue
+        merged: list[Value] = []
+        refused_left, answered_left = iter(refused), iter(answered)
+        stops = set(at)
+        for i in range(total):
+            merged.append(next(refused_left if i in stops else answered_left))
+        value[name] = merged
