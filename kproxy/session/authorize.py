@@ -10,8 +10,8 @@ A broker with ACLs answers entity by entity, and kproxy answers the same way:
   error (TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED...);
 * a request naming allowed and refused entities in a top-level array (the topics of a
   Produce or a Fetch, the groups of a DescribeGroups) goes on without the refused
-  elements, and their errors are merged into its response where they stood
-  (`edit_response`);
+  elements, and their errors are appended to its response's (`edit_response`), as a
+  broker appends those of the entities its ACLs refuse;
 * an element that names allowed and refused entities below it (a Groups element of
   OffsetFetch v8+ with a refused topic) cannot be split by element: the whole request
   is answered by kproxy, and the step says so (`unsplittable`).
@@ -142,7 +142,6 @@ def _verdict(
     check = _Check(scope, names, key)
     kept: Value = dict(value)
     refused_part: Value = {}
-    positions: dict[str, list[int]] = {}
     split = False
     forced: int | None = None
     for name, typ, _nullable, _default, entity, _key, sub in layout[0]:
@@ -166,7 +165,6 @@ def _verdict(
                 refused_part[name] = [
                     e for e, v in zip(item, verdicts, strict=True) if v == _REFUSED
                 ]
-                positions[name] = [i for i, v in enumerate(verdicts) if v == _REFUSED]
         elif sub is not None and check.names_in(sub, item) & _REFUSED:
             # A struct of the request's own (a Streams topology): refused with it.
             return _answered(hdr, frame, message, None, check.refused)
@@ -179,7 +177,7 @@ def _verdict(
             edit.all_topics = key == METADATA and not value.get("Topics")
         return Verdict(None, None, edit, [])
     # Metadata goes on with no topic (v1+): its answer still lists the brokers.
-    if (key != METADATA or version == 0) and not any(kept[name] for name in positions):
+    if (key != METADATA or version == 0) and not any(kept[name] for name in refused_part):
         return _answered(hdr, frame, message, forced, refused)
     edit = edit or ResponseEdit(scope, names)
     # The refused elements alone, in a request of their own: what its refusal answers.
@@ -187,7 +185,6 @@ def _verdict(
         **{k: [] if isinstance(v, list) else v for k, v in value.items()},
         **refused_part,
     }
-    edit.positions = {name: (len(value[name]), at) for name, at in positions.items()}
     edit.message = message
     edit.code = forced
     body = LayoutWriter(is_flexible(key, version), READ_LIMIT).write(layout, kept)

@@ -1,5 +1,5 @@
 """What the listener's authorization does to a response (sans-IO): the errors of the
-refused part of a split request merged in where that part stood, and the topics,
+refused part of a split request appended to the broker's answers, and the topics,
 groups and transactional ids the caller may not describe left out of a Metadata for
 all topics, a ListGroups or a ListTransactions answer, as a broker's authorizer
 leaves them out. Metadata answers also teach the listener's topic ids (`TopicNames`).
@@ -13,7 +13,7 @@ from kproxy.protocol.apis import is_flexible
 from kproxy.protocol.entities import GROUP, TOPIC, TRANSACTIONAL_ID
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.layout_codec import LayoutReader, LayoutWriter, Value, layout_for
-from kproxy.protocol.refusal import Refusal, source_array
+from kproxy.protocol.refusal import Refusal
 from kproxy.session.authorization import Scope
 
 METADATA: Final = 3
@@ -54,16 +54,14 @@ class TopicNames:
 class ResponseEdit:
     """What one request's response needs (`InFlight.authz`)."""
 
-    __slots__ = ("all_topics", "code", "message", "names", "positions", "refused_part", "scope")
+    __slots__ = ("all_topics", "code", "message", "names", "refused_part", "scope")
 
     def __init__(self, scope: Scope, names: TopicNames) -> None:
         self.scope = scope
         self.names = names
         self.all_topics = False  # a Metadata request for every topic: filter its answer
-        # The refused elements of a split request, as a request of their own, and for
-        # each array split, its length in the client's request and where they stood.
+        # The refused elements of a split request, as a request of their own.
         self.refused_part: Value | None = None
-        self.positions: dict[str, tuple[int, list[int]]] = {}
         self.message = ""
         self.code: int | None = None  # the one error of every refused element, if set
 
@@ -115,26 +113,13 @@ def _keep(value: Value, array: str, field: str, allowed: Any) -> bool:
 
 
 def _merge(edit: ResponseEdit, api_key: int, version: int, layout: Any, value: Value) -> None:
-    """The refused part's errors, into the response's arrays where they stood in the
-    request (appended when the broker's answer does not list one element per element
-    kept, as an incremental Fetch may not)."""
+    """The refused part's errors, after the broker's answers in each array: where a
+    broker puts those of the entities its ACLs refuse (KafkaApis answers the authorized
+    part, then appends the rest)."""
     req_layout = layout_for(api_key, True, version)
     assert req_layout is not None and edit.refused_part is not None
     refusal = Refusal(api_key, edit.message, edit.code).body(edit.refused_part, req_layout, layout)
-    req_fields = {f[0]: f for f in req_layout[0]}
-    for name, typ, _nullable, _default, _entity, _key, sub in layout[0]:
+    for name, typ, *_rest in layout[0]:
         refused = refusal.get(name)
-        if typ != "[]struct" or not refused:
-            continue
-        source = source_array(name, sub, req_fields)
-        total, at = edit.positions.get("" if source is None else source[0], (0, []))
-        answered = list(value.get(name) or ())
-        if len(at) != len(refused) or len(answered) != total - len(at):
-            value[name] = answered + refused
-            continue
-        merged: list[Value] = []
-        refused_left, answered_left = iter(refused), iter(answered)
-        stops = set(at)
-        for i in range(total):
-            merged.append(next(refused_left if i in stops else answered_left))
-        value[name] = merged
+        if typ == "[]struct" and refused:
+            value[name] = list(value.get(name) or ()) + refused
