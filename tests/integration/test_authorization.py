@@ -3,34 +3,39 @@
 Two single-node Kafka clusters with SASL (PLAIN for alice, SCRAM-SHA-256 for bob):
 one enforces ACLs with the StandardAuthorizer, the other allows everything and sits
 behind kproxy, whose `listeners.authorization` rules say what the ACLs say. The same
-client operations (confluent-kafka's producer, consumer and AdminClient, and
-kafka-python speaking old, non-flexible versions) run (a) directly against the ACL
-cluster and (b) through kproxy: the error each client sees, entity by entity, and the
-topics each principal's Metadata lists, are equal.
+client operations (`tests/integration/acl_clients.py`: confluent-kafka's producer,
+consumer and AdminClient, kafka-python speaking old, non-flexible versions, the Java
+AdminClient and a kio-built Produce naming two topics) run (a) directly against the
+ACL cluster and (b) through kproxy: the error each client sees, entity by entity, and
+the topics each principal's Metadata lists, are equal. A second kproxy names alice by
+her client certificate (mTLS) instead, and she sees the same.
 """
 
 from __future__ import annotations
 
-import datetime
-import socket
-import struct
-import time
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.kio_support import decode_response_frame, encode_request_frame
+from tests.integration.acl_clients import (
+    TOPICS,
+    Caller,
+    java_admin,
+    sasl_caller,
+    scenario,
+    tls_caller,
+)
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.topic_admin import MAIN_TOPIC_COMMAND
+from tests.tls_material import TlsMaterial
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
 PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "kproxy": "kproxy-secret"}
 MECHANISMS = {"alice": "PLAIN", "bob": "SCRAM-SHA-256"}
-TOPICS = ("auth-a", "auth-shared", "other-x")
 # What the ACLs say, as kproxy rules: alice may do anything to `auth-*` topics and read
 # her `alice-*` groups; bob may write `auth-shared` only.
 RULES: dict[str, Any] = {
@@ -160,255 +165,49 @@ def kproxy(
         yield proc
 
 
-def sasl(user: str) -> dict[str, Any]:
-    return {
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": MECHANISMS[user],
-        "sasl.username": user,
-        "sasl.password": PASSWORDS[user],
-    }
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
+    return TlsMaterial(tmp_path_factory.mktemp("certs"))
 
 
-# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: a new
-# group's coordinator is not ready yet; asked again.
-NOT_READY = (14, 15, 16)
-
-
-def _code(future: Any) -> int:
-    try:
-        future.result(30)
-    except Exception as exc:
-        return int(exc.args[0].code())
-    return 0
-
-
-def _settled(call: Any) -> dict[str, int]:
-    """Each entity's code from `call()` (a dict of futures), asked again while a
-    coordinator is not ready."""
-    deadline = time.monotonic() + 30
-    while True:
-        codes = {name: _code(future) for name, future in call().items()}
-        if not set(codes.values()) & set(NOT_READY) or time.monotonic() > deadline:
-            return codes
-
-
-def _produced(bootstrap: str, user: str) -> dict[str, int]:
-    """Each topic's delivery outcome: 0, or the error code the producer reports."""
-    from confluent_kafka import Producer
-
-    outcome: dict[str, int] = {}
-
-    def delivered(err: Any, msg: Any) -> None:
-        outcome[msg.topic()] = 0 if err is None else int(err.code())
-
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 20000, **sasl(user)})
-    for topic in TOPICS:
-        producer.produce(topic, b"one", on_delivery=delivered)
-    producer.flush(30)
-    return outcome
-
-
-def _consumed(bootstrap: str, user: str, topic: str, group: str) -> int:
-    """0 once a record arrives, else the first error the consumer reports."""
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            **sasl(user),
-        }
+@pytest.fixture(scope="module")
+def tls_kproxy(
+    open_kafka: KafkaCluster, certs: TlsMaterial, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KproxyProcess]:
+    """kproxy whose clients present certificates (CN=alice names User:alice), in front
+    of the open cluster's plaintext listener: the same rules, another way of naming."""
+    proxy = certs.proxy()
+    proc = KproxyProcess(
+        tmp_path_factory.mktemp("tls-kproxy"),
+        open_kafka.internal_bootstrap.split(","),
+        listeners={
+            "tls": {
+                "certificate": str(proxy.certificate),
+                "key": str(proxy.key),
+                "client_ca": str(certs.proxy_ca_file),
+            },
+            "authorization": RULES,
+        },
+        principals={"tls_mapping_rules": ["RULE:^CN=([^,]+).*$/$1/"]},
     )
-    consumer.subscribe([topic])
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None:
-                return 0 if msg.error() is None else int(msg.error().code())
-        return -1
-    finally:
-        consumer.close()
+    with proc:
+        yield proc
 
 
-def _admin_steps(bootstrap: str, user: str) -> dict[str, Any]:
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import (
-        AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        NewTopic,
-        ResourceType,
-    )
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, **sasl(user)})
-    seen: dict[str, Any] = {}
-    listed = admin.list_topics(timeout=30).topics
-    seen["metadata"] = sorted(t for t in listed if not t.startswith("__"))
-    described = admin.list_topics(topic="other-x", timeout=30).topics["other-x"]
-    seen["metadata other-x"] = described.error.code() if described.error else 0
-    new = [NewTopic(f"auth-new-{user}", 1, 1), NewTopic(f"other-new-{user}", 1, 1)]
-    seen["create"] = {t: _code(f) for t, f in admin.create_topics(new).items()}
-    for group in (f"alice-{user}", f"other-{user}"):
-        offsets = ConsumerGroupTopicPartitions(group, [TopicPartition("auth-a", 0, 0)])
-        seen[f"commit {group}"] = _settled(
-            lambda o=offsets: admin.alter_consumer_group_offsets([o])
-        )
-    groups = [f"alice-{user}", f"other-{user}"]
-    seen["describe groups"] = _settled(lambda: admin.describe_consumer_groups(groups))
-    configs = [ConfigResource(ResourceType.TOPIC, t) for t in ("auth-a", "other-x")]
-    seen["describe configs"] = {
-        r.name: _code(f) for r, f in admin.describe_configs(configs).items()
-    }
-    retention = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
-    altered = [
-        ConfigResource(ResourceType.TOPIC, t, incremental_configs=[retention])
-        for t in ("auth-a", "other-x")
-    ]
-    seen["alter configs"] = {
-        r.name: _code(f) for r, f in admin.incremental_alter_configs(altered).items()
-    }
-    deleted = admin.delete_topics([f"auth-new-{user}", "other-x"])
-    seen["delete"] = {t: _code(f) for t, f in deleted.items()}
-    return seen
+def caller(user: str) -> Caller:
+    return sasl_caller(user, PASSWORDS[user], MECHANISMS[user])
 
 
-def _old_versions(bootstrap: str, user: str) -> dict[str, Any]:
-    """kafka-python speaking Kafka 1.0's versions (Metadata v5, Produce v5: not flexible)."""
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap,
-        api_version=(1, 0, 0),
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="PLAIN",
-        sasl_plain_username=user,
-        sasl_plain_password=PASSWORDS[user],
-        max_block_ms=10000,
-    )
-    outcome: dict[str, Any] = {}
-    try:
-        for topic in ("auth-a", "other-x"):
-            try:
-                producer.send(topic, b"old").get(timeout=20)
-                outcome[topic] = "ok"
-            except Exception as exc:
-                outcome[topic] = type(exc).__name__
-    finally:
-        producer.close(timeout=5)
-    return outcome
-
-
-def _batch(value: bytes) -> bytes:
-    """One record in a magic-2 batch, its CRC-32C computed: the broker checks it."""
-    import crc32c
-
-    # Attributes, timestamp and offset deltas 0, no key (-1), the value, no header.
-    record = b"\x00\x00\x00\x01" + bytes([2 * len(value)]) + value + b"\x00"
-    record = bytes([2 * len(record)]) + record  # the record's length, as a varint
-    t = 1_700_000_000_000
-    after_crc = struct.pack(">hiqqqhii", 0, 0, t, t, -1, -1, -1, 1) + record
-    after_length = struct.pack(">ibI", -1, 2, crc32c.crc32c(after_crc)) + after_crc
-    return struct.pack(">qi", 0, len(after_length)) + after_length
-
-
-def _call(sock: socket.socket, msg: Any, corr: int, cls: type) -> Any:
-    sock.sendall(encode_request_frame(msg, corr, "kio-client"))
-    size = struct.unpack(">i", _read(sock, 4))[0]
-    got, answer = decode_response_frame(cls, struct.pack(">i", size) + _read(sock, size))
-    assert got == corr
-    return answer
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        assert chunk, "the connection closed"
-        data += chunk
-    return data
-
-
-def _one_produce_two_topics(bootstrap: str, user: str) -> list[tuple[str, int]]:
-    """A Produce naming an allowed and a refused topic in one request: no client library
-    sends one (each asks Metadata first, and a refused topic never gets that far), so
-    this one is built by kio, after a SASL PLAIN exchange."""
-    from kio.schema.produce.v9 import request as produce
-    from kio.schema.produce.v9 import response as produced
-    from kio.schema.sasl_authenticate.v2 import request as authenticate
-    from kio.schema.sasl_authenticate.v2 import response as authenticated
-    from kio.schema.sasl_handshake.v1 import request as handshake
-    from kio.schema.sasl_handshake.v1 import response as handshaken
-    from kio.static.primitive import Records
-
-    host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        _call(
-            sock,
-            handshake.SaslHandshakeRequest(mechanism="PLAIN"),
-            1,
-            handshaken.SaslHandshakeResponse,
-        )
-        token = b"\x00" + user.encode() + b"\x00" + PASSWORDS[user].encode()
-        done = _call(
-            sock,
-            authenticate.SaslAuthenticateRequest(auth_bytes=token),
-            2,
-            authenticated.SaslAuthenticateResponse,
-        )
-        assert done.error_code.value == 0
-        request = produce.ProduceRequest(
-            transactional_id=None,
-            acks=-1,
-            timeout=datetime.timedelta(seconds=20),
-            topic_data=tuple(
-                produce.TopicProduceData(
-                    name=topic,
-                    partition_data=(
-                        produce.PartitionProduceData(index=0, records=Records(_batch(b"mixed"))),
-                    ),
-                )
-                for topic in ("other-x", "auth-a")
-            ),
-        )
-        answer = _call(sock, request, 3, produced.ProduceResponse)
-    # Per entity: a broker lists the topics its ACLs refuse in its own (hash) order.
-    return sorted(
-        (t.name, p.error_code.value) for t in answer.responses for p in t.partition_responses
-    )
-
-
-def _java_admin(kafka: KafkaCluster, bootstrap: str, user: str, workdir: Path) -> dict[str, Any]:
-    """The Java AdminClient (kafka-topics.sh): the topics it lists, and how creating a
-    refused topic fails."""
-    properties = workdir / f"{user}.properties"
-    properties.write_text(
-        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'username="{user}" password="{PASSWORDS[user]}";\n'
-    )
-    common = ("--bootstrap-server", bootstrap, "--command-config", str(properties))
-    listed = kafka.java_tool(MAIN_TOPIC_COMMAND, *common, "--list", timeout=120)
-    created = kafka.java_tool(
-        MAIN_TOPIC_COMMAND, *common, "--create", "--topic", f"other-java-{user}",
-        "--partitions", "1", "--replication-factor", "1", check=False, timeout=120,
-    )  # fmt: skip
-    return {
-        "java list": sorted(t for t in listed.stdout.split() if not t.startswith("__")),
-        "java create refused": "TopicAuthorizationException" in created.stdout + created.stderr,
-    }
-
-
-def scenario(bootstrap: str, user: str) -> dict[str, Any]:
-    """What one principal's clients see, entity by entity."""
-    seen = {"produce": _produced(bootstrap, user)}
-    seen |= _admin_steps(bootstrap, user)
-    seen["consume alice-group"] = _consumed(bootstrap, user, "auth-a", f"alice-c-{user}")
-    seen["consume other-group"] = _consumed(bootstrap, user, "auth-a", f"other-c-{user}")
-    seen["old versions"] = _old_versions(bootstrap, user)
-    seen["one produce, two topics"] = _one_produce_two_topics(bootstrap, user)
+def compared(
+    acl_kafka: KafkaCluster, direct: Caller, proxy: KproxyProcess, through: Caller, tmp: Path
+) -> dict[str, Any]:
+    """One principal's clients, directly against the ACLs and through kproxy's rules:
+    equal, entity by entity. What the direct clients saw."""
+    seen = scenario(acl_kafka.external_bootstrap, direct)
+    assert scenario(proxy.bootstrap, through) == seen
+    java = java_admin(acl_kafka, acl_kafka.external_bootstrap, direct, tmp)
+    assert java_admin(acl_kafka, proxy.bootstrap, through, tmp) == java
+    assert java["java create refused"]
     return seen
 
 
@@ -416,15 +215,23 @@ def scenario(bootstrap: str, user: str) -> dict[str, Any]:
 def test_clients_see_through_kproxy_what_a_broker_with_the_same_acls_answers(
     user: str, acl_kafka: KafkaCluster, kproxy: KproxyProcess, tmp_path: Path
 ) -> None:
-    direct = scenario(acl_kafka.external_bootstrap, user)
-    through = scenario(kproxy.bootstrap, user)
-    assert through == direct
-    java_direct = _java_admin(acl_kafka, acl_kafka.external_bootstrap, user, tmp_path)
-    assert _java_admin(acl_kafka, kproxy.bootstrap, user, tmp_path) == java_direct
-    assert java_direct["java create refused"]
+    seen = compared(acl_kafka, caller(user), kproxy, caller(user), tmp_path)
     # The rules were at work: something was refused, and said so.
-    assert 29 in direct["create"].values() or 29 in direct["produce"].values()
+    assert 29 in seen["create"].values() or 29 in seen["produce"].values()
     assert kproxy.metric("kproxy_audit_records_total", action="refuse", outcome="refused") > 0
+
+
+def test_a_certificate_principal_is_held_to_the_same_rules(
+    acl_kafka: KafkaCluster, tls_kproxy: KproxyProcess, certs: TlsMaterial, tmp_path: Path
+) -> None:
+    """alice by her client certificate through kproxy sees what alice by SASL sees
+    against the ACLs."""
+    pair = certs.issue(certs.proxy_ca, "alice", "alice.clients.invalid", common_name="alice")
+    through = tls_caller("alice", certs.proxy_ca_file, pair)
+    direct = sasl_caller("alice", PASSWORDS["alice"], "PLAIN")
+    direct = dataclasses.replace(direct, tag=through.tag)
+    seen = compared(acl_kafka, direct, tls_kproxy, through, tmp_path)
+    assert seen["metadata"] == ["auth-a", "auth-shared"]
 
 
 def test_a_reload_changes_the_rules_for_established_connections(kproxy: KproxyProcess) -> None:
@@ -439,7 +246,7 @@ def test_a_reload_changes_the_rules_for_established_connections(kproxy: KproxyPr
     def delivered(err: Any, _msg: Any) -> None:
         outcome.append(0 if err is None else int(err.code()))
 
-    producer = Producer({"bootstrap.servers": kproxy.bootstrap, **sasl("bob")})
+    producer = Producer({"bootstrap.servers": kproxy.bootstrap, **caller("bob").confluent})
     producer.produce("auth-shared", b"connect", on_delivery=delivered)
     producer.flush(30)
     assert outcome == [0]
