@@ -203,12 +203,10 @@ def encode_request_frame(msg: Any, correlation_id: int, client_id: str | None) -
     return struct.pack(">i", len(payload)) + payload
 
 
-def fetch_v17_request(correlation_id: int, topic_id: uuid.UUID, client_id: str) -> bytes:
-    """A consumer's Fetch v17 of partition 0 of `topic_id` from offset 0, answered at
-    once with everything there is (no wait, no size limit worth the name)."""
-    from kio.schema.fetch.v17 import request as fetch
-
-    partition = fetch.FetchPartition(
+def fetch_from_start(fetch: Any) -> Any:
+    """Partition 0 from offset 0, as much as there is, in the FetchPartition of the kio
+    Fetch request module `fetch` (any version with topic ids)."""
+    return fetch.FetchPartition(
         partition=0,
         current_leader_epoch=-1,
         fetch_offset=0,
@@ -216,6 +214,14 @@ def fetch_v17_request(correlation_id: int, topic_id: uuid.UUID, client_id: str) 
         log_start_offset=-1,
         partition_max_bytes=1 << 30,
     )
+
+
+def fetch_v17_request(correlation_id: int, topic_id: uuid.UUID, client_id: str) -> bytes:
+    """A consumer's Fetch v17 of partition 0 of `topic_id` from offset 0, answered at
+    once with everything there is (no wait, no size limit worth the name)."""
+    from kio.schema.fetch.v17 import request as fetch
+
+    partition = fetch_from_start(fetch)
     msg = fetch.FetchRequest(
         cluster_id=None,
         replica_state=fetch.ReplicaState(replica_id=-1, replica_epoch=-1),

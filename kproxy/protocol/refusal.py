@@ -69,6 +69,8 @@ _ZERO_UUID = bytes(16)
 _NO_NODE = frozenset(("NodeId", "Port", "LeaderId"))
 _ALIASES = {name: group for group in _SAME_KEY for name in group}
 _PARTITION = _SAME_KEY[0]
+# The fields that identify what an element answers, by name.
+IDENTIFIERS = frozenset(_ALIASES)
 
 
 def _has_error_code(layout: Layout) -> bool:

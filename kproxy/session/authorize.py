@@ -3,18 +3,16 @@
 
 A broker with ACLs answers entity by entity, and kproxy answers the same way:
 
-* a request whose API a rule refuses whole, or whose group or transactional id (a
-  field of the request itself) is refused, is answered by kproxy with that
-  authorization error on every element (`kproxy.protocol.refusal`);
+* a request whose API a rule refuses whole, or whose own group, transactional id or
+  coordinator key is refused, is answered by kproxy with that authorization error on
+  every element (`kproxy.protocol.refusal`);
 * a request naming only refused entities is answered by kproxy, each with its own
   error (TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED...);
-* a request naming allowed and refused entities in a top-level array (the topics of a
-  Produce or a Fetch, the groups of a DescribeGroups) goes on without the refused
-  elements, and their errors are appended to its response's (`edit_response`), as a
-  broker appends those of the entities its ACLs refuse;
-* an element that names allowed and refused entities below it (a Groups element of
-  OffsetFetch v8+ with a refused topic) cannot be split by element: the whole request
-  is answered by kproxy, and the step says so (`unsplittable`).
+* a request naming allowed and refused entities goes on without the refused elements,
+  at any depth (`kproxy.session.split`), and their errors are added to its response
+  (`kproxy.session.response_edit`), as a broker adds those its ACLs refuse; where no
+  answer could carry a refused element's error, the whole request is answered by
+  kproxy, and the verdict says so (`unsplittable`).
 
 Topics named by id (KIP-516: Fetch v13+, Produce v13, ShareFetch) are resolved
 through the topic ids kproxy has seen in Metadata responses (`TopicNames`); an id it
@@ -25,8 +23,7 @@ ListTransactions answers leave out what the caller may not describe, as a broker
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 from kproxy.protocol.apis import PRODUCE, api_name, is_flexible
 from kproxy.protocol.entities import GROUP, TOPIC, TRANSACTIONAL_ID
@@ -34,7 +31,7 @@ from kproxy.protocol.errors import ApiDenied, MalformedMessage, ProtocolError
 from kproxy.protocol.generated.entities import ENTITY_FIELDS
 from kproxy.protocol.generated.layouts import LAYOUTS
 from kproxy.protocol.headers import RequestHeader
-from kproxy.protocol.layout_codec import Layout, LayoutReader, LayoutWriter, Value, layout_for
+from kproxy.protocol.layout_codec import Layout, LayoutReader, LayoutWriter, layout_for
 from kproxy.protocol.refusal import (
     CLUSTER_AUTHORIZATION_FAILED,
     GROUP_AUTHORIZATION_FAILED,
@@ -53,6 +50,7 @@ from kproxy.session.response_edit import (
     ResponseEdit,
     TopicNames,
 )
+from kproxy.session.split import ALLOWED, CONFIG_APIS, FIND_COORDINATOR, REFUSED, Split
 
 _KINDS: Final = {"topicName": TOPIC, "groupId": GROUP, "transactionalId": TRANSACTIONAL_ID}
 _CODES: Final = {
@@ -60,16 +58,6 @@ _CODES: Final = {
     GROUP: GROUP_AUTHORIZATION_FAILED,
     TRANSACTIONAL_ID: TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 }
-_ZERO_UUID: Final = bytes(16)
-FIND_COORDINATOR: Final = 10
-# DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: their resources are topics
-# (ConfigResource.Type 2) or groups (32) by type, unannotated; brokers and the rest are
-# the cluster's, left to `apis` rules.
-_CONFIG_APIS: Final = frozenset((32, 33, 44))
-_CONFIG_KINDS: Final = {2: TOPIC, 32: GROUP}
-_COORDINATOR_KINDS: Final = {0: GROUP, 1: TRANSACTIONAL_ID}
-# What an element names: allowed, refused, or both below it.
-_ALLOWED, _REFUSED, _MIXED = 1, 2, 3
 
 
 class Verdict(NamedTuple):
@@ -139,52 +127,32 @@ def _verdict(
             "than kproxy reads to authorize",
             reason="authorization_too_large",
         ) from exc
-    check = _Check(scope, names, key)
-    kept: Value = dict(value)
-    refused_part: Value = {}
-    split = False
+    split = Split(key, lambda kind, name: scope.allows(key, kind, name), names.name_of)
     forced: int | None = None
-    for name, typ, _nullable, _default, entity, _key, sub in layout[0]:
+    # The request's own group, transactional id or coordinator key: all of it refused.
+    for name, typ, _nullable, _default, entity, _key, _sub in layout[0]:
         item = value.get(name)
-        if item is None:
-            continue
-        kind = _KINDS.get(entity)
-        if kind is None and (kind := _coordinator_kind(key, name, value)) is not None:
-            forced = _CODES[kind]  # the schema annotates no entity to take it from
-        if typ == "string" and kind is not None:
-            if item and not scope.allows(key, kind, item):
-                # The request's own group or transactional id: all of it is refused.
-                return _answered(hdr, frame, message, _CODES[kind], [f"{kind}:{item}"])
-        elif typ.startswith("[]") and (kind is not None or sub is not None):
-            verdicts = [check.element(typ, kind, sub, element) for element in item]
-            if _MIXED in verdicts:
-                return _answered(hdr, frame, message, None, check.refused, unsplittable=True)
-            if _REFUSED in verdicts:
-                split = True
-                kept[name] = [e for e, v in zip(item, verdicts, strict=True) if v != _REFUSED]
-                refused_part[name] = [
-                    e for e, v in zip(item, verdicts, strict=True) if v == _REFUSED
-                ]
-        elif sub is not None and check.names_in(sub, item) & _REFUSED:
-            # A struct of the request's own (a Streams topology): refused with it.
-            return _answered(hdr, frame, message, None, check.refused)
-    refused = check.refused
+        kind = _KINDS.get(entity) or (split.coordinator_kind(value) if name == "Key" else None)
+        if typ == "string" and kind is not None and item and not scope.allows(key, kind, item):
+            return _answered(hdr, frame, message, _CODES[kind], [f"{kind}:{item}"])
+    coordinator = split.coordinator_kind(value)
+    if coordinator is not None:
+        forced = _CODES[coordinator]  # no entity annotation to take it from
+    seen, kept, refused_part = split.struct(layout, value, layout_for(key, False, version), True)
+    refused = split.refused
     edit = ResponseEdit(scope, names) if key in _FILTERED or key == METADATA else None
-    if not split:
-        if refused:
-            return _answered(hdr, frame, message, forced, refused)
+    if not seen & REFUSED:
         if edit is not None:
             edit.all_topics = key == METADATA and not value.get("Topics")
         return Verdict(None, None, edit, [])
-    # Metadata goes on with no topic (v1+): its answer still lists the brokers.
-    if (key != METADATA or version == 0) and not any(kept[name] for name in refused_part):
+    if split.unsplittable:
+        return _answered(hdr, frame, message, forced, refused, unsplittable=True)
+    # Nothing left to ask: kproxy answers. Metadata goes on with no topic (v1+), as its
+    # answer still lists the brokers.
+    if (key != METADATA or version == 0) and not seen & ALLOWED:
         return _answered(hdr, frame, message, forced, refused)
     edit = edit or ResponseEdit(scope, names)
-    # The refused elements alone, in a request of their own: what its refusal answers.
-    edit.refused_part = {
-        **{k: [] if isinstance(v, list) else v for k, v in value.items()},
-        **refused_part,
-    }
+    edit.refused_part = refused_part  # the refused elements, as a request of their own
     edit.message = message
     edit.code = forced
     body = LayoutWriter(is_flexible(key, version), READ_LIMIT).write(layout, kept)
@@ -192,14 +160,6 @@ def _verdict(
 
 
 _FILTERED: Final = frozenset((LIST_GROUPS, LIST_TRANSACTIONS))
-
-
-def _coordinator_kind(key: int, name: str, value: Value) -> str | None:
-    """What FindCoordinator's keys name: its schema leaves them unannotated, their
-    kind being in KeyType (0: a group, 1: a transactional id; KIP-98, KIP-699)."""
-    if key != FIND_COORDINATOR or name not in ("Key", "CoordinatorKeys"):
-        return None
-    return _COORDINATOR_KINDS.get(value.get("KeyType", 0))
 
 
 def _answered(
@@ -233,61 +193,6 @@ def _answered(
     return Verdict(answer, None, None, refused, unsplittable)
 
 
-class _Check:
-    """Decides elements, remembering the entities refused."""
-
-    __slots__ = ("key", "names", "refused", "scope")
-
-    def __init__(self, scope: Scope, names: TopicNames, key: int) -> None:
-        self.scope = scope
-        self.names = names
-        self.key = key
-        self.refused: list[str] = []
-
-    def element(self, typ: str, kind: str | None, sub: Layout | None, element: Any) -> int:
-        if sub is None:  # an array of names (DescribeGroups' Groups)
-            if kind is None or not isinstance(element, str):
-                return _ALLOWED
-            return self._one(kind, element)
-        return self.names_in(sub, element) or _ALLOWED
-
-    def names_in(self, layout: Layout, value: Value) -> int:
-        """_ALLOWED, _REFUSED or both (_MIXED) for what a struct names; 0: nothing."""
-        seen = 0
-        if self.key in _CONFIG_APIS:  # a ConfigResource: its type says what it names
-            kind = _CONFIG_KINDS.get(value.get("ResourceType", -1))
-            name = value.get("ResourceName")
-            return 0 if kind is None or not isinstance(name, str) else self._one(kind, name)
-        for kind, name in _named(layout, value, self.names):
-            seen |= self._one(kind, name)
-        return seen
-
-    def _one(self, kind: str, name: str | None) -> int:
-        if name is not None and self.scope.allows(self.key, kind, name):
-            return _ALLOWED
-        self.refused.append(f"{kind}:{name if name is not None else '(unknown topic id)'}")
-        return _REFUSED
-
-
-def _named(layout: Layout, value: Value, names: TopicNames) -> Iterator[tuple[str, str | None]]:
-    """Every entity a struct names, below it too; a topic id kproxy has not seen names
-    None."""
-    for name, typ, _nullable, _default, entity, _key, sub in layout[0]:
-        item = value.get(name)
-        if item is None:
-            continue
-        kind = _KINDS.get(entity)
-        if kind is not None:
-            for one in item if isinstance(item, list) else (item,):
-                if one:
-                    yield kind, one
-        elif name == "TopicId" and typ == "uuid" and item != _ZERO_UUID:
-            yield TOPIC, names.name_of(item)
-        elif sub is not None:
-            for element in item if isinstance(item, list) else (item,):
-                yield from _named(sub, element, names)
-
-
 def checked(key: int, version: int, api_rules: frozenset[int]) -> bool:
     """Whether a request of this API and version is checked by a listener's rules:
     it names entities (by name or topic id), its answer lists what the caller may
@@ -296,7 +201,7 @@ def checked(key: int, version: int, api_rules: frozenset[int]) -> bool:
         key in api_rules
         or key in _FILTERED
         or key == FIND_COORDINATOR
-        or key in _CONFIG_APIS
+        or key in CONFIG_APIS
         or key in (METADATA, DESCRIBE_TOPIC_PARTITIONS)
         or (key, True, version) in ENTITY_FIELDS
         or (key, version) in _topic_id_requests()

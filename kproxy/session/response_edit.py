@@ -13,7 +13,7 @@ from kproxy.protocol.apis import is_flexible
 from kproxy.protocol.entities import GROUP, TOPIC, TRANSACTIONAL_ID
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.layout_codec import LayoutReader, LayoutWriter, Value, layout_for
-from kproxy.protocol.refusal import Refusal
+from kproxy.protocol.refusal import IDENTIFIERS, Refusal
 from kproxy.session.authorization import Scope
 
 METADATA: Final = 3
@@ -113,13 +113,45 @@ def _keep(value: Value, array: str, field: str, allowed: Any) -> bool:
 
 
 def _merge(edit: ResponseEdit, api_key: int, version: int, layout: Any, value: Value) -> None:
-    """The refused part's errors, after the broker's answers in each array: where a
+    """The refused part's errors into the broker's answer: an element the broker also
+    answered (a group of an OffsetFetch whose refused topics went on without it) takes
+    the refused elements below it; any other is appended after the broker's, where a
     broker puts those of the entities its ACLs refuse (KafkaApis answers the authorized
     part, then appends the rest)."""
     req_layout = layout_for(api_key, True, version)
     assert req_layout is not None and edit.refused_part is not None
     refusal = Refusal(api_key, edit.message, edit.code).body(edit.refused_part, req_layout, layout)
-    for name, typ, *_rest in layout[0]:
-        refused = refusal.get(name)
-        if typ == "[]struct" and refused:
-            value[name] = list(value.get(name) or ()) + refused
+    _merge_arrays(layout, value, refusal)
+
+
+def _merge_arrays(layout: Any, answered: Value, refused: Value) -> None:
+    for name, typ, _nullable, _default, _entity, _key, sub in layout[0]:
+        extra = refused.get(name)
+        if typ != "[]struct" or not extra:
+            continue
+        elements = answered[name] = list(answered.get(name) or ())
+        for element in extra:
+            match = _same(elements, element, sub)
+            if match is None:
+                elements.append(element)
+            else:
+                _merge_arrays(sub, match, element)
+
+
+def _same(elements: list[Value], refused: Value, layout: Any) -> Value | None:
+    """The element of the broker's answer with the identifiers the refused one echoes
+    from the request (its group id, topic name...); None when there is none."""
+    keys = [
+        f[0]
+        for f in layout[0]
+        if f[0] in refused
+        and not f[1].startswith("[]")
+        and f[1] != "struct"
+        and (f[4] or f[5] or f[0] in IDENTIFIERS)
+    ]
+    if not keys:
+        return None
+    for element in elements:
+        if all(element.get(k) == refused[k] for k in keys):
+            return element
+    return None

@@ -112,6 +112,19 @@ def _settled(call: Any) -> dict[str, int]:
             return codes
 
 
+def _partition_codes(futures: dict[str, Any]) -> Any:
+    """Each partition's error code in an offsets answer, or the whole call's."""
+    (future,) = futures.values()
+    try:
+        answer = future.result(30)
+    except Exception as exc:
+        return int(exc.args[0].code())
+    return sorted(
+        (tp.topic, tp.partition, tp.error.code() if tp.error else 0)
+        for tp in answer.topic_partitions
+    )
+
+
 def _produced(bootstrap: str, caller: Caller) -> dict[str, int]:
     """Each topic's delivery outcome: 0, or the error code the producer reports."""
     from confluent_kafka import Producer
@@ -179,6 +192,10 @@ def _admin_steps(bootstrap: str, caller: Caller) -> dict[str, Any]:
         seen[f"commit {group}"] = _settled(
             lambda o=offsets: admin.alter_consumer_group_offsets([o])
         )
+    asked = ConsumerGroupTopicPartitions(
+        f"alice-{tag}", [TopicPartition("auth-a", 0), TopicPartition("other-x", 0)]
+    )
+    seen["list offsets"] = _partition_codes(admin.list_consumer_group_offsets([asked]))
     groups = [f"alice-{tag}", f"other-{tag}"]
     seen["describe groups"] = _settled(lambda: admin.describe_consumer_groups(groups))
     configs = [ConfigResource(ResourceType.TOPIC, t) for t in ("auth-a", "other-x")]

@@ -27,6 +27,7 @@ from tests.kio_support import (
     decode_response_frame,
     encode_request_frame,
     encode_response_frame,
+    fetch_from_start,
 )
 from tests.session.frames import address_map, client, joined, upstream
 
@@ -181,14 +182,7 @@ def test_metadata_for_all_topics_leaves_out_what_the_caller_may_not_describe() -
 def fetch_by_id(corr: int, *topic_ids: uuid.UUID) -> bytes:
     from kio.schema.fetch.v13 import request as fetch
 
-    partition = fetch.FetchPartition(
-        partition=0,
-        current_leader_epoch=-1,
-        fetch_offset=0,
-        last_fetched_epoch=-1,
-        log_start_offset=-1,
-        partition_max_bytes=1 << 20,
-    )
+    partition = fetch_from_start(fetch)
     msg = fetch.FetchRequest(
         cluster_id=None,
         replica_id=-1,
@@ -372,3 +366,83 @@ def test_an_acks_0_produce_naming_a_refused_topic_closes_its_connection() -> Non
     step = client(s, bytes(frame))
     assert step.to_upstream == [] and step.to_client == []
     assert step.close is not None and step.close.reason == "api_denied"
+
+
+def test_a_refused_topic_inside_an_allowed_group_is_split_out_below_it() -> None:
+    """OffsetFetch v8: the group may be read, one of its topics may not. The group goes
+    on without that topic, and the topic's error joins the broker's answer for the
+    group."""
+    from kio.schema.offset_fetch.v8 import request as fetch
+    from kio.schema.offset_fetch.v8 import response as fetched
+
+    request = fetch.OffsetFetchRequest(
+        groups=(
+            fetch.OffsetFetchRequestGroup(
+                group_id="app-1",
+                topics=tuple(
+                    fetch.OffsetFetchRequestTopics(name=t, partition_indexes=(0,))
+                    for t in ("orders-a", "payments")
+                ),
+            ),
+        ),
+        require_stable=False,
+    )
+    s, _ = ruled_session()
+    step = client(s, encode_request_frame(request, 13, "app"))
+    _, _, _, _, forwarded = decode_request_frame(joined(step.to_upstream))
+    assert [(g.group_id, [t.name for t in g.topics]) for g in forwarded.groups] == [
+        ("app-1", ["orders-a"])
+    ]
+    assert [r.resources for r in step.refused] == [["topic:payments"]]
+    partition = fetched.OffsetFetchResponsePartitions(
+        partition_index=0,
+        committed_offset=42,
+        committed_leader_epoch=-1,
+        metadata=None,
+        error_code=ErrorCode.none,
+    )
+    answer = fetched.OffsetFetchResponse(
+        throttle_time=ZERO,
+        groups=(
+            fetched.OffsetFetchResponseGroup(
+                group_id="app-1",
+                topics=(
+                    fetched.OffsetFetchResponseTopics(name="orders-a", partitions=(partition,)),
+                ),
+                error_code=ErrorCode.none,
+            ),
+        ),
+    )
+    back = joined(upstream(s, encode_response_frame(answer, 13)).to_client)
+    _, seen = decode_response_frame(fetched.OffsetFetchResponse, back)
+    assert [(g.group_id, g.error_code) for g in seen.groups] == [("app-1", ErrorCode.none)]
+    assert [
+        (t.name, p.partition_index, p.error_code)
+        for t in seen.groups[0].topics
+        for p in t.partitions
+    ] == [
+        ("orders-a", 0, ErrorCode.none),
+        ("payments", 0, ErrorCode.topic_authorization_failed),
+    ]
+
+
+def test_a_refused_subscription_topic_refuses_the_whole_heartbeat() -> None:
+    """Nothing in a ConsumerGroupHeartbeat's answer can carry one topic's error: the
+    request is answered whole rather than quietly subscribing to less."""
+    from kio.schema.consumer_group_heartbeat.v0 import request as beat
+
+    request = beat.ConsumerGroupHeartbeatRequest(
+        group_id="app-1",
+        member_id="m",
+        member_epoch=0,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout=datetime.timedelta(seconds=30),
+        subscribed_topic_names=("orders-a", "payments"),
+        server_assignor=None,
+        topic_partitions=(),
+    )
+    s, _ = ruled_session()
+    step = client(s, encode_request_frame(request, 14, "app"))
+    assert step.to_upstream == [] and step.to_client
+    assert [r.resources for r in step.refused] == [["topic:payments"]]
