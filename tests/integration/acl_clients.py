@@ -143,6 +143,26 @@ def _produced(bootstrap: str, caller: Caller) -> dict[str, int]:
     return outcome
 
 
+def _transactional(bootstrap: str, caller: Caller) -> dict[str, int]:
+    """Each transactional id's outcome: a transaction committed (0), or the error."""
+    from confluent_kafka import KafkaException, Producer
+
+    outcome: dict[str, int] = {}
+    for txn in (f"alice-tx-{caller.tag}", f"other-tx-{caller.tag}"):
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "transactional.id": txn, **caller.confluent}
+        )
+        try:
+            producer.init_transactions(30)
+            producer.begin_transaction()
+            producer.produce("auth-a", b"in a transaction")
+            producer.commit_transaction(30)
+            outcome[txn] = 0
+        except KafkaException as exc:
+            outcome[txn] = int(exc.args[0].code())
+    return outcome
+
+
 def _consumed(bootstrap: str, caller: Caller, topic: str, group: str) -> int:
     """0 once a record arrives, else the first error the consumer reports."""
     from confluent_kafka import Consumer
@@ -351,6 +371,7 @@ def scenario(bootstrap: str, caller: Caller) -> dict[str, Any]:
     seen |= _admin_steps(bootstrap, caller)
     seen["consume alice-group"] = _consumed(bootstrap, caller, "auth-a", f"alice-c-{tag}")
     seen["consume other-group"] = _consumed(bootstrap, caller, "auth-a", f"other-c-{tag}")
+    seen["transactions"] = _transactional(bootstrap, caller)
     seen["old versions"] = _old_versions(bootstrap, caller)
     seen["one produce, two topics"] = _one_produce_two_topics(bootstrap, caller)
     return seen

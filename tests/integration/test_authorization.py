@@ -36,8 +36,9 @@ pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
 PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "kproxy": "kproxy-secret"}
 MECHANISMS = {"alice": "PLAIN", "bob": "SCRAM-SHA-256"}
-# What the ACLs say, as kproxy rules: alice may do anything to `auth-*` topics and read
-# her `alice-*` groups; bob may write `auth-shared` only.
+# What the ACLs say, as kproxy rules: alice may do anything to `auth-*` topics and her
+# `alice-tx*` transactional ids, and read her `alice-*` groups; bob may write
+# `auth-shared` only.
 RULES: dict[str, Any] = {
     "rules": [
         {"effect": "allow", "principals": ["User:alice"], "topics": ["auth-*"]},
@@ -47,6 +48,7 @@ RULES: dict[str, Any] = {
             "groups": ["alice-*"],
             "operations": ["read"],
         },
+        {"effect": "allow", "principals": ["User:alice"], "transactional_ids": ["alice-tx*"]},
         {
             "effect": "allow",
             "principals": ["User:bob"],
@@ -130,6 +132,15 @@ def _acls(cluster: KafkaCluster) -> None:
         ),
         AclBinding(
             Kind.TOPIC, "auth-shared", Pattern.LITERAL, "User:bob", "*", AclOperation.WRITE, allow
+        ),
+        AclBinding(
+            Kind.TRANSACTIONAL_ID,
+            "alice-tx",
+            Pattern.PREFIXED,
+            "User:alice",
+            "*",
+            AclOperation.ALL,
+            allow,
         ),
     ]
     for future in cluster.admin().create_acls(bindings).values():
