@@ -33,31 +33,43 @@ class Caller:
     confluent: dict[str, Any]  # librdkafka's settings
     python: dict[str, Any]  # kafka-python's
     java: str  # the Java clients' properties
-    tls: ssl.SSLContext | None = None  # the kio client's: TLS with the certificate
-    password: str | None = None  # the kio client's SASL PLAIN password otherwise
+    tls: ssl.SSLContext | None = None  # the kio client's TLS, if any
+    password: str | None = None  # the kio client's SASL PLAIN password, if any
 
 
-def sasl_caller(user: str, password: str, mechanism: str) -> Caller:
-    return Caller(
-        user,
-        user,
-        {
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": mechanism,
-            "sasl.username": user,
-            "sasl.password": password,
-        },
-        {
-            "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": "PLAIN",
-            "sasl_plain_username": user,
-            "sasl_plain_password": password,
-        },
-        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'username="{user}" password="{password}";\n',
-        password=password,
-    )
+def sasl_caller(user: str, password: str, mechanism: str, ca_file: Path | None = None) -> Caller:
+    """SASL (kafka-python, the Java client and the kio client by PLAIN), over TLS
+    checked against `ca_file` when one is given (a SASL_SSL listener)."""
+    protocol = "SASL_PLAINTEXT" if ca_file is None else "SASL_SSL"
+    confluent = {
+        "security.protocol": protocol,
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password,
+    }
+    python = {
+        "security_protocol": protocol,
+        "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": user,
+        "sasl_plain_password": password,
+    }
+    java = {
+        "security.protocol": protocol,
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+        f'required username="{user}" password="{password}";',
+    }
+    context = None
+    if ca_file is not None:
+        confluent["ssl.ca.location"] = str(ca_file)
+        python["ssl_cafile"] = str(ca_file)
+        java |= kafka_truststore(ca_file)
+        context = ssl.create_default_context(cafile=str(ca_file))
+    return Caller(user, user, confluent, python, _properties(java), context, password)
+
+
+def _properties(values: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
 def tls_caller(user: str, ca_file: Path, pair: PemPair) -> Caller:
@@ -84,7 +96,7 @@ def tls_caller(user: str, ca_file: Path, pair: PemPair) -> Caller:
             "ssl_certfile": str(pair.certificate),
             "ssl_keyfile": str(pair.key),
         },
-        "".join(f"{k}={v}\n" for k, v in properties.items()),
+        _properties(properties),
         tls=context,
     )
 
@@ -291,8 +303,8 @@ def _read(sock: socket.socket, n: int) -> bytes:
 def _one_produce_two_topics(bootstrap: str, caller: Caller) -> list[tuple[str, int]]:
     """A Produce naming an allowed and a refused topic in one request: no client library
     sends one (each asks Metadata first, and a refused topic never gets that far), so
-    this one is built by kio, after a SASL PLAIN exchange or over TLS with the caller's
-    certificate."""
+    this one is built by kio, after a SASL PLAIN exchange, over TLS when the caller
+    speaks it."""
     from kio.schema.produce.v9 import request as produce
     from kio.schema.produce.v9 import response as produced
     from kio.schema.sasl_authenticate.v2 import request as authenticate
@@ -306,16 +318,15 @@ def _one_produce_two_topics(bootstrap: str, caller: Caller) -> list[tuple[str, i
         sock: socket.socket = stack.enter_context(
             socket.create_connection((host, int(port)), timeout=30)
         )
-        if caller.tls is not None:  # the certificate says who
+        if caller.tls is not None:  # with a certificate that says who, or under SASL
             sock = stack.enter_context(caller.tls.wrap_socket(sock, server_hostname=host))
-        else:
+        if caller.password is not None:
             _call(
                 sock,
                 handshake.SaslHandshakeRequest(mechanism="PLAIN"),
                 1,
                 handshaken.SaslHandshakeResponse,
             )
-            assert caller.password is not None
             token = b"\x00" + caller.user.encode() + b"\x00" + caller.password.encode()
             done = _call(
                 sock,

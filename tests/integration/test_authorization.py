@@ -1,6 +1,7 @@
 """kproxy's authorization rules against real Kafka ACLs as the oracle.
 
-Two single-node Kafka clusters with SASL (PLAIN for alice, SCRAM-SHA-256 for bob):
+Two single-node Kafka clusters with SASL_SSL listeners (PLAIN for alice, SCRAM-SHA-256
+for bob; certificates made at test time):
 one enforces ACLs with the StandardAuthorizer, the other allows everything and sits
 behind kproxy, whose `listeners.authorization` rules say what the ACLs say. The same
 client operations (`tests/integration/acl_clients.py`: confluent-kafka's producer,
@@ -30,7 +31,7 @@ from tests.integration.acl_clients import (
 )
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.tls_material import TlsMaterial
+from tests.tls_material import PemPair, TlsMaterial
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
@@ -60,13 +61,14 @@ RULES: dict[str, Any] = {
 }
 
 
-def _broker_config(acls: bool) -> dict[str, Any]:
+def _broker_config(acls: bool, certificate: PemPair) -> dict[str, Any]:
     prefix = "listener.name.external."
     users = " ".join(f'user_{name}="{pw}"' for name, pw in PASSWORDS.items())
     config: dict[str, Any] = {
         "listener.security.protocol.map": (
-            "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT"
+            "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL"
         ),
+        **certificate.kafka_keystore(prefix),
         f"{prefix}sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
         f"{prefix}plain.sasl.jaas.config": (
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
@@ -85,17 +87,23 @@ def _broker_config(acls: bool) -> dict[str, Any]:
     return config
 
 
-def _start(acls: bool, workdir: Path) -> KafkaCluster:
+def _start(acls: bool, workdir: Path, certs: TlsMaterial) -> KafkaCluster:
     from confluent_kafka.admin import (
         ScramCredentialInfo,
         ScramMechanism,
         UserScramCredentialUpsertion,
     )
 
-    cluster = KafkaCluster(
-        nodes=1, heap="320m", broker_config=_broker_config(acls), workdir=workdir
+    # Clients dial the ACL cluster directly: it advertises where it is, and its
+    # certificate says so; kproxy dials the other by its advertised names.
+    certificate = (
+        certs.issue(certs.cluster_ca, "acl-broker", "127.0.0.1")
+        if acls
+        else certs.brokers("kafka.invalid")
     )
-    if acls:  # clients dial it directly: it advertises where it is
+    config = _broker_config(acls, certificate)
+    cluster = KafkaCluster(nodes=1, heap="320m", broker_config=config, workdir=workdir)
+    if acls:
         for node in cluster.nodes.values():
             node.external_host = "127.0.0.1"
     cluster.start()
@@ -148,37 +156,44 @@ def _acls(cluster: KafkaCluster) -> None:
 
 
 @pytest.fixture(scope="module")
-def acl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    with _start(True, tmp_path_factory.mktemp("acl-kafka")) as cluster:
+def certs(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
+    return TlsMaterial(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def acl_kafka(
+    certs: TlsMaterial, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaCluster]:
+    with _start(True, tmp_path_factory.mktemp("acl-kafka"), certs) as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="module")
-def open_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    with _start(False, tmp_path_factory.mktemp("open-kafka")) as cluster:
+def open_kafka(
+    certs: TlsMaterial, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaCluster]:
+    with _start(False, tmp_path_factory.mktemp("open-kafka"), certs) as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="module")
 def kproxy(
-    open_kafka: KafkaCluster, tmp_path_factory: pytest.TempPathFactory
+    open_kafka: KafkaCluster, certs: TlsMaterial, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KproxyProcess]:
+    """In front of the open cluster's SASL_SSL listener: TLS to it, plaintext to its
+    clients, who authenticate through it."""
     proc = KproxyProcess(
         tmp_path_factory.mktemp("kproxy"),
         open_kafka.external_bootstrap.split(","),
         cluster={
             "dial_overrides": open_kafka.dial_overrides,
+            "tls": {"ca": str(certs.cluster_ca_file)},
             "sasl": {"mechanism": "PLAIN", "username": "kproxy", "password": "kproxy-secret"},
         },
     )
     proc.config["listeners"]["authorization"] = RULES
     with proc:
         yield proc
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
-    return TlsMaterial(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")
@@ -205,8 +220,10 @@ def tls_kproxy(
         yield proc
 
 
-def caller(user: str) -> Caller:
-    return sasl_caller(user, PASSWORDS[user], MECHANISMS[user])
+def caller(user: str, ca_file: Path | None = None) -> Caller:
+    """`user`'s clients by SASL: over TLS checked against `ca_file` (the ACL cluster's
+    SASL_SSL listener) or in plaintext (kproxy's listener)."""
+    return sasl_caller(user, PASSWORDS[user], MECHANISMS[user], ca_file)
 
 
 def compared(
@@ -224,9 +241,14 @@ def compared(
 
 @pytest.mark.parametrize("user", ["alice", "bob"])
 def test_clients_see_through_kproxy_what_a_broker_with_the_same_acls_answers(
-    user: str, acl_kafka: KafkaCluster, kproxy: KproxyProcess, tmp_path: Path
+    user: str,
+    acl_kafka: KafkaCluster,
+    kproxy: KproxyProcess,
+    certs: TlsMaterial,
+    tmp_path: Path,
 ) -> None:
-    seen = compared(acl_kafka, caller(user), kproxy, caller(user), tmp_path)
+    direct = caller(user, certs.cluster_ca_file)
+    seen = compared(acl_kafka, direct, kproxy, caller(user), tmp_path)
     # The rules were at work: something was refused, and said so.
     assert 29 in seen["create"].values() or 29 in seen["produce"].values()
     assert kproxy.metric("kproxy_audit_records_total", action="refuse", outcome="refused") > 0
@@ -239,8 +261,7 @@ def test_a_certificate_principal_is_held_to_the_same_rules(
     against the ACLs."""
     pair = certs.issue(certs.proxy_ca, "alice", "alice.clients.invalid", common_name="alice")
     through = tls_caller("alice", certs.proxy_ca_file, pair)
-    direct = sasl_caller("alice", PASSWORDS["alice"], "PLAIN")
-    direct = dataclasses.replace(direct, tag=through.tag)
+    direct = dataclasses.replace(caller("alice", certs.cluster_ca_file), tag=through.tag)
     seen = compared(acl_kafka, direct, tls_kproxy, through, tmp_path)
     assert seen["metadata"] == ["auth-a", "auth-shared"]
 
