@@ -8,13 +8,13 @@ client operations (`tests/integration/acl_clients.py`: confluent-kafka's produce
 consumer and AdminClient, kafka-python speaking old, non-flexible versions, the Java
 AdminClient and a kio-built Produce naming two topics) run (a) directly against the
 ACL cluster and (b) through kproxy: the error each client sees, entity by entity, and
-the topics each principal's Metadata lists, are equal. A second kproxy names alice by
-her client certificate (mTLS) instead, and she sees the same.
+the topics each principal's Metadata lists, are equal. alice by her client certificate
+(mTLS) sees the same through a second kproxy, which maps her certificate's subject, as
+on an mTLS listener of the ACL cluster, which maps it by the same rule.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,8 @@ from tests.integration.acl_clients import (
 )
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
-from tests.tls_material import PemPair, TlsMaterial
+from tests.peers.net import free_ports
+from tests.tls_material import PemPair, TlsMaterial, kafka_truststore
 
 pytestmark = [pytest.mark.peers, pytest.mark.slow]
 
@@ -40,6 +41,8 @@ MECHANISMS = {"alice": "PLAIN", "bob": "SCRAM-SHA-256"}
 # What the ACLs say, as kproxy rules: alice may do anything to `auth-*` topics and her
 # `alice-tx*` transactional ids, and read her `alice-*` groups; bob may write
 # `auth-shared` only.
+# Kafka's ssl.principal.mapping.rules syntax: CN=alice,... names User:alice.
+CERTIFICATE_RULE = "RULE:^CN=([^,]+).*$/$1/"
 RULES: dict[str, Any] = {
     "rules": [
         {"effect": "allow", "principals": ["User:alice"], "topics": ["auth-*"]},
@@ -87,7 +90,34 @@ def _broker_config(acls: bool, certificate: PemPair) -> dict[str, Any]:
     return config
 
 
-def _start(acls: bool, workdir: Path, certs: TlsMaterial) -> KafkaCluster:
+def _mtls_listener(cluster: KafkaCluster, port: int, certs: TlsMaterial, pair: PemPair) -> None:
+    """A fourth listener, SSL with client certificates required: CN=alice names
+    User:alice, by the same rule kproxy's listener maps certificates with."""
+    (node,) = cluster.nodes.values()
+    prefix = "listener.name.mtls."
+    cluster.broker_config |= {
+        "listeners": (
+            f"CONTROLLER://127.0.0.1:{node.controller_port},"
+            f"INTERNAL://127.0.0.1:{node.internal_port},"
+            f"EXTERNAL://127.0.0.1:{node.external_port},MTLS://127.0.0.1:{port}"
+        ),
+        "advertised.listeners": (
+            f"INTERNAL://127.0.0.1:{node.internal_port},"
+            f"EXTERNAL://127.0.0.1:{node.external_port},MTLS://127.0.0.1:{port}"
+        ),
+        "listener.security.protocol.map": (
+            "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL,MTLS:SSL"
+        ),
+        **pair.kafka_keystore(prefix),
+        **kafka_truststore(certs.proxy_ca_file, prefix),
+        f"{prefix}ssl.client.auth": "required",
+        f"{prefix}ssl.principal.mapping.rules": f"{CERTIFICATE_RULE},DEFAULT",
+    }
+
+
+def _start(
+    acls: bool, workdir: Path, certs: TlsMaterial, mtls_port: int | None = None
+) -> KafkaCluster:
     from confluent_kafka.admin import (
         ScramCredentialInfo,
         ScramMechanism,
@@ -106,6 +136,8 @@ def _start(acls: bool, workdir: Path, certs: TlsMaterial) -> KafkaCluster:
     if acls:
         for node in cluster.nodes.values():
             node.external_host = "127.0.0.1"
+    if mtls_port is not None:
+        _mtls_listener(cluster, mtls_port, certs, certificate)
     cluster.start()
     try:
         admin = cluster.admin()
@@ -161,10 +193,16 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
 
 
 @pytest.fixture(scope="module")
+def mtls_port() -> int:
+    """The ACL cluster's listener for client certificates."""
+    return free_ports(1)[0]
+
+
+@pytest.fixture(scope="module")
 def acl_kafka(
-    certs: TlsMaterial, tmp_path_factory: pytest.TempPathFactory
+    certs: TlsMaterial, mtls_port: int, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KafkaCluster]:
-    with _start(True, tmp_path_factory.mktemp("acl-kafka"), certs) as cluster:
+    with _start(True, tmp_path_factory.mktemp("acl-kafka"), certs, mtls_port) as cluster:
         yield cluster
 
 
@@ -214,7 +252,7 @@ def tls_kproxy(
             },
             "authorization": RULES,
         },
-        principals={"tls_mapping_rules": ["RULE:^CN=([^,]+).*$/$1/"]},
+        principals={"tls_mapping_rules": [CERTIFICATE_RULE]},
     )
     with proc:
         yield proc
@@ -227,13 +265,20 @@ def caller(user: str, ca_file: Path | None = None) -> Caller:
 
 
 def compared(
-    acl_kafka: KafkaCluster, direct: Caller, proxy: KproxyProcess, through: Caller, tmp: Path
+    acl_kafka: KafkaCluster,
+    direct: Caller,
+    proxy: KproxyProcess,
+    through: Caller,
+    tmp: Path,
+    bootstrap: str | None = None,
 ) -> dict[str, Any]:
-    """One principal's clients, directly against the ACLs and through kproxy's rules:
-    equal, entity by entity. What the direct clients saw."""
-    seen = scenario(acl_kafka.external_bootstrap, direct)
+    """One principal's clients, directly against the ACLs (at `bootstrap`, else the
+    SASL_SSL listener) and through kproxy's rules: equal, entity by entity. What the
+    direct clients saw."""
+    direct_bootstrap = bootstrap or acl_kafka.external_bootstrap
+    seen = scenario(direct_bootstrap, direct)
     assert scenario(proxy.bootstrap, through) == seen
-    java = java_admin(acl_kafka, acl_kafka.external_bootstrap, direct, tmp)
+    java = java_admin(acl_kafka, direct_bootstrap, direct, tmp)
     assert java_admin(acl_kafka, proxy.bootstrap, through, tmp) == java
     assert java["java create refused"]
     return seen
@@ -255,15 +300,20 @@ def test_clients_see_through_kproxy_what_a_broker_with_the_same_acls_answers(
 
 
 def test_a_certificate_principal_is_held_to_the_same_rules(
-    acl_kafka: KafkaCluster, tls_kproxy: KproxyProcess, certs: TlsMaterial, tmp_path: Path
+    acl_kafka: KafkaCluster,
+    mtls_port: int,
+    tls_kproxy: KproxyProcess,
+    certs: TlsMaterial,
+    tmp_path: Path,
 ) -> None:
-    """alice by her client certificate through kproxy sees what alice by SASL sees
-    against the ACLs."""
+    """alice by her client certificate: through kproxy (which maps its subject) she sees
+    what she sees on the ACL cluster's mTLS listener (which maps it the same way)."""
     pair = certs.issue(certs.proxy_ca, "alice", "alice.clients.invalid", common_name="alice")
+    direct = tls_caller("alice", certs.cluster_ca_file, pair)
     through = tls_caller("alice", certs.proxy_ca_file, pair)
-    direct = dataclasses.replace(caller("alice", certs.cluster_ca_file), tag=through.tag)
-    seen = compared(acl_kafka, direct, tls_kproxy, through, tmp_path)
+    seen = compared(acl_kafka, direct, tls_kproxy, through, tmp_path, f"127.0.0.1:{mtls_port}")
     assert seen["metadata"] == ["auth-a", "auth-shared"]
+    assert seen["create"][f"other-new-{through.tag}"] == 29
 
 
 def test_a_reload_changes_the_rules_for_established_connections(kproxy: KproxyProcess) -> None:
