@@ -1,7 +1,7 @@
 """The clients of the ACL oracle (tests/integration/test_authorization.py): what one
 principal's confluent-kafka producer, consumer and AdminClient, kafka-python (Kafka
-1.0's versions), the Java AdminClient and a kio-built Produce see, entity by entity,
-authenticating by SASL or by a client certificate."""
+1.0's versions), the Java AdminClient, producer and consumer, and a kio-built Produce
+see, entity by entity, authenticating by SASL or by a client certificate."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tests.tls_material import PemPair, kafka_truststore
 from tests.topic_admin import MAIN_TOPIC_COMMAND
 
 TOPICS = ("auth-a", "auth-shared", "other-x")
+PROBE = Path(__file__).resolve().parents[1] / "java" / "AclProbe.java"
 
 
 @dataclass(frozen=True)
@@ -356,11 +357,11 @@ def _one_produce_two_topics(bootstrap: str, caller: Caller) -> list[tuple[str, i
     )
 
 
-def java_admin(
+def java_clients(
     kafka: KafkaCluster, bootstrap: str, caller: Caller, workdir: Path
 ) -> dict[str, Any]:
-    """The Java AdminClient (kafka-topics.sh): the topics it lists, and how creating a
-    refused topic fails."""
+    """The Java clients: the AdminClient (kafka-topics.sh) listing topics and creating a
+    refused one, and the producer and consumer of tests/java/AclProbe.java."""
     properties = workdir / f"{caller.tag}.properties"
     properties.write_text(caller.java)
     common = ("--bootstrap-server", bootstrap, "--command-config", str(properties))
@@ -369,9 +370,16 @@ def java_admin(
         MAIN_TOPIC_COMMAND, *common, "--create", "--topic", f"other-java-{caller.tag}",
         "--partitions", "1", "--replication-factor", "1", check=False, timeout=120,
     )  # fmt: skip
+    probe = kafka.java_client(
+        str(PROBE), bootstrap, str(properties), caller.tag, timeout=180, check=False
+    )
+    assert probe.returncode == 0, f"{probe.stdout}\n{probe.stderr}"[-4000:]
     return {
         "java list": sorted(t for t in listed.stdout.split() if not t.startswith("__")),
         "java create refused": "TopicAuthorizationException" in created.stdout + created.stderr,
+        "java clients": [
+            line for line in probe.stdout.splitlines() if line.startswith(("produce ", "consume "))
+        ],
     }
 
 

@@ -1,16 +1,16 @@
 """kproxy's authorization rules against real Kafka ACLs as the oracle.
 
 Two single-node Kafka clusters with SASL_SSL listeners (PLAIN for alice, SCRAM-SHA-256
-for bob; certificates made at test time):
-one enforces ACLs with the StandardAuthorizer, the other allows everything and sits
-behind kproxy, whose `listeners.authorization` rules say what the ACLs say. The same
-client operations (`tests/integration/acl_clients.py`: confluent-kafka's producer,
-consumer and AdminClient, kafka-python speaking old, non-flexible versions, the Java
-AdminClient and a kio-built Produce naming two topics) run (a) directly against the
-ACL cluster and (b) through kproxy: the error each client sees, entity by entity, and
-the topics each principal's Metadata lists, are equal. alice by her client certificate
-(mTLS) sees the same through a second kproxy, which maps her certificate's subject, as
-on an mTLS listener of the ACL cluster, which maps it by the same rule.
+for bob; certificates made at test time): one enforces ACLs with the StandardAuthorizer,
+the other allows everything and sits behind kproxy, whose `listeners.authorization`
+rules say what the ACLs say. The same client operations
+(`tests/integration/acl_clients.py`: confluent-kafka's producer, consumer and
+AdminClient, kafka-python speaking old, non-flexible versions, the Java AdminClient,
+producer and consumer, and a kio-built Produce naming two topics) run (a) directly
+against the ACL cluster and (b) through kproxy: the error each client sees, entity by
+entity, and the topics each principal's Metadata lists, are equal. alice by her client
+certificate (mTLS) sees the same through a second kproxy, which maps her certificate's
+subject, as on an mTLS listener of the ACL cluster, which maps it by the same rule.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from tests.integration.acl_clients import (
     TOPICS,
     Caller,
-    java_admin,
+    java_clients,
     sasl_caller,
     scenario,
     tls_caller,
@@ -278,9 +278,10 @@ def compared(
     direct_bootstrap = bootstrap or acl_kafka.external_bootstrap
     seen = scenario(direct_bootstrap, direct)
     assert scenario(proxy.bootstrap, through) == seen
-    java = java_admin(acl_kafka, direct_bootstrap, direct, tmp)
-    assert java_admin(acl_kafka, proxy.bootstrap, through, tmp) == java
+    java = java_clients(acl_kafka, direct_bootstrap, direct, tmp)
+    assert java_clients(acl_kafka, proxy.bootstrap, through, tmp) == java
     assert java["java create refused"]
+    assert any(line.endswith(" ok") for line in java["java clients"])
     return seen
 
 
