@@ -12,7 +12,7 @@ A broker with ACLs answers entity by entity, and kproxy answers the same way:
   at any depth (`kproxy.session.split`), and their errors are added to its response
   (`kproxy.session.response_edit`), as a broker adds those its ACLs refuse; where no
   answer could carry a refused element's error, the whole request is answered by
-  kproxy, and the verdict says so (`unsplittable`).
+  kproxy.
 
 Topics named by id (KIP-516: Fetch v13+, Produce v13, ShareFetch) are resolved
 through the topic ids kproxy has seen in Metadata responses (`TopicNames`); an id it
@@ -64,16 +64,12 @@ class Verdict(NamedTuple):
     """What becomes of a request: `answer` (kproxy answers: the whole response
     frame), else `request` (a new frame to forward instead, None: as it came) and
     `edit` (what its response needs, None: nothing). `refused`: the entities refused,
-    as "kind:name"; `unsplittable`: answered whole for want of a split."""
+    as "kind:name"."""
 
     answer: bytes | None
     request: bytes | None
     edit: ResponseEdit | None
     refused: list[str]
-    unsplittable: bool = False
-
-
-PASS: Final = Verdict(None, None, None, [])
 
 
 def authorize(
@@ -146,7 +142,7 @@ def _verdict(
             edit.all_topics = key == METADATA and not value.get("Topics")
         return Verdict(None, None, edit, [])
     if split.unsplittable:
-        return _answered(hdr, frame, message, forced, refused, unsplittable=True)
+        return _answered(hdr, frame, message, forced, refused)
     # Nothing left to ask: kproxy answers. Metadata goes on with no topic (v1+), as its
     # answer still lists the brokers.
     if (key != METADATA or version == 0) and not seen & ALLOWED:
@@ -168,7 +164,6 @@ def _answered(
     message: str,
     code: int | None,
     refused: list[str],
-    unsplittable: bool = False,
     whole_api: bool = False,
 ) -> Verdict:
     budget = max(1 << 20, 4 * len(frame))  # an answer echoes the request: bounded
@@ -190,7 +185,7 @@ def _answered(
             f"{api_name(hdr.api_key)} {message}, and its response cannot say so",
             reason="api_denied",
         )
-    return Verdict(answer, None, None, refused, unsplittable)
+    return Verdict(answer, None, None, refused)
 
 
 def checked(key: int, version: int, api_rules: frozenset[int]) -> bool:
