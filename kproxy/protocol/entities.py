@@ -20,7 +20,8 @@ GROUP: Final = "group"
 TRANSACTIONAL_ID: Final = "transactional_id"
 # A resource: (kind, name), as an audit record lists it.
 Resource = tuple[str, str]
-_KINDS: Final = {"topicName": TOPIC, "groupId": GROUP, "transactionalId": TRANSACTIONAL_ID}
+# The kind of entity a schema field's `entityType` annotation names.
+KINDS: Final = {"topicName": TOPIC, "groupId": GROUP, "transactionalId": TRANSACTIONAL_ID}
 
 
 def read_message(
@@ -30,13 +31,16 @@ def read_message(
     frame: memoryview,
     body_offset: int,
     max_elements: int | None = None,
+    keep_tagged: bool = False,
 ) -> tuple[Layout, Value] | None:
     """A message body read by its layout (None: kproxy has no layout for it); more than
-    `max_elements` array elements raise ProtocolError `too_large`."""
+    `max_elements` array elements raise ProtocolError `too_large`; `keep_tagged`: as
+    `LayoutReader`'s."""
     layout = layout_for(api_key, is_request, version)
     if layout is None:
         return None
-    reader = LayoutReader(frame, body_offset, is_flexible(api_key, version), max_elements)
+    flexible = is_flexible(api_key, version)
+    reader = LayoutReader(frame, body_offset, flexible, max_elements, keep_tagged)
     return layout, reader.read(layout)
 
 
@@ -97,7 +101,7 @@ def _errors(
     fields = layout[0]
     here = around
     for name, _typ, _nullable, _default, entity, _key, _sub in fields:
-        kind = _KINDS.get(entity)
+        kind = KINDS.get(entity)
         item = value.get(name)
         if kind is not None and isinstance(item, str) and item:
             here = (kind, item)

@@ -52,7 +52,7 @@ _BY_ENTITY = {
 # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs name a ConfigResource.Type:
 # TOPIC (2) and GROUP (32) have their own authorization errors; BROKER (4),
 # BROKER_LOGGER (8) and CLIENT_METRICS (16) are the cluster's.
-_CONFIG_RESOURCE_APIS = frozenset((32, 33, 44))
+CONFIG_RESOURCE_APIS = frozenset((32, 33, 44))
 _BY_CONFIG_RESOURCE = {2: TOPIC_AUTHORIZATION_FAILED, 32: GROUP_AUTHORIZATION_FAILED}
 # Identifiers copied from a request element to the response element answering it, by
 # name, besides the fields the schemas mark as map keys or entities; names in one group
@@ -117,7 +117,7 @@ class Refusal:
             return self.forced_code
         if req_layout is None:
             return inherited
-        if self.api_key in _CONFIG_RESOURCE_APIS and "ResourceType" in request:
+        if self.api_key in CONFIG_RESOURCE_APIS and "ResourceType" in request:
             return _BY_CONFIG_RESOURCE.get(request["ResourceType"], CLUSTER_AUTHORIZATION_FAILED)
         for name, _typ, _nullable, _default, entity, _key, _sub in req_layout[0]:
             code = _BY_ENTITY.get(entity)

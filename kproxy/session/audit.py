@@ -138,25 +138,7 @@ def audit_request(
     as a group member's own OffsetCommit). Raises MalformedMessage for a body that does
     not parse: such a request is refused, never forwarded unread."""
     key, version = hdr.api_key, hdr.api_version
-    if len(frame) > READ_LIMIT:
-        raise ProtocolError(
-            f"{api_name(key)} request of {len(frame)} bytes: more than the {READ_LIMIT} "
-            "bytes kproxy reads for the audit trail",
-            reason="audit_too_large",
-        )
-    try:
-        read = read_message(key, True, version, frame, hdr.body_offset, ELEMENT_LIMIT)
-    except ProtocolError as exc:
-        if exc.reason != "too_large":
-            raise
-        raise ProtocolError(
-            f"{api_name(key)} request of more than {ELEMENT_LIMIT} array elements: more "
-            "than kproxy reads for the audit trail",
-            reason="audit_too_large",
-        ) from exc
-    if read is None:
-        raise MalformedMessage(f"{api_name(key)} v{version}: no layout to read it by")
-    layout, value = read
+    layout, value = read_request(hdr, frame, "for the audit trail", "audit_too_large")
     if key == OFFSET_COMMIT and action == CHANGE and not _standalone_commit(value):
         return None
     named = named_entities(key, True, version, value)
@@ -164,10 +146,38 @@ def audit_request(
     return AuditRecord(action, key, version, hdr.client_id, _unique(named))
 
 
-def refusal_record(hdr: RequestHeader, verdict: Any) -> AuditRecord:
-    """The record of what the listener's authorization rules refused of a request
-    (`kproxy.session.authorize.Verdict`)."""
-    record = AuditRecord(REFUSE, hdr.api_key, hdr.api_version, hdr.client_id, verdict.refused)
+def read_request(
+    hdr: RequestHeader, frame: memoryview, purpose: str, reason: str, keep_tagged: bool = False
+) -> tuple[Layout, Value]:
+    """A whole request read by its layout within READ_LIMIT and ELEMENT_LIMIT (beyond
+    them ProtocolError `reason`, `purpose` saying what kproxy reads it for); a body that
+    does not parse raises MalformedMessage."""
+    key, version = hdr.api_key, hdr.api_version
+    if len(frame) > READ_LIMIT:
+        raise ProtocolError(
+            f"{api_name(key)} request of {len(frame)} bytes: more than the {READ_LIMIT} "
+            f"bytes kproxy reads {purpose}",
+            reason=reason,
+        )
+    try:
+        read = read_message(key, True, version, frame, hdr.body_offset, ELEMENT_LIMIT, keep_tagged)
+    except ProtocolError as exc:
+        if exc.reason != "too_large":
+            raise
+        raise ProtocolError(
+            f"{api_name(key)} request of more than {ELEMENT_LIMIT} array elements: more "
+            f"than kproxy reads {purpose}",
+            reason=reason,
+        ) from exc
+    if read is None:
+        raise MalformedMessage(f"{api_name(key)} v{version}: no layout to read it by")
+    return read
+
+
+def refusal_record(hdr: RequestHeader, refused: list[str]) -> AuditRecord:
+    """The record of what the listener's authorization rules refused of a request:
+    `refused`, as "kind:name"."""
+    record = AuditRecord(REFUSE, hdr.api_key, hdr.api_version, hdr.client_id, refused)
     record.by_rules = True
     return record
 

@@ -25,34 +25,33 @@ from __future__ import annotations
 import functools
 from typing import Final, NamedTuple
 
-from kproxy.protocol.apis import PRODUCE, api_name, is_flexible
-from kproxy.protocol.entities import GROUP, TOPIC, TRANSACTIONAL_ID
-from kproxy.protocol.errors import ApiDenied, MalformedMessage, ProtocolError
+from kproxy.protocol.apis import FIND_COORDINATOR, METADATA, PRODUCE, api_name, is_flexible
+from kproxy.protocol.entities import GROUP, KINDS, TOPIC, TRANSACTIONAL_ID
+from kproxy.protocol.errors import ApiDenied, ProtocolError
 from kproxy.protocol.generated.entities import ENTITY_FIELDS
 from kproxy.protocol.generated.layouts import LAYOUTS
 from kproxy.protocol.headers import RequestHeader
-from kproxy.protocol.layout_codec import Layout, LayoutReader, LayoutWriter, layout_for
+from kproxy.protocol.layout_codec import Layout, LayoutWriter, layout_for
 from kproxy.protocol.refusal import (
     CLUSTER_AUTHORIZATION_FAILED,
+    CONFIG_RESOURCE_APIS,
     GROUP_AUTHORIZATION_FAILED,
     TOPIC_AUTHORIZATION_FAILED,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     refusal_response,
 )
 from kproxy.protocol.requests import produce_acks
-from kproxy.session.audit import ELEMENT_LIMIT, READ_LIMIT
+from kproxy.session.audit import READ_LIMIT, read_request
 from kproxy.session.authorization import Scope
 from kproxy.session.response_edit import (
     DESCRIBE_TOPIC_PARTITIONS,
     LIST_GROUPS,
     LIST_TRANSACTIONS,
-    METADATA,
     ResponseEdit,
     TopicNames,
 )
-from kproxy.session.split import ALLOWED, CONFIG_APIS, FIND_COORDINATOR, REFUSED, Split
+from kproxy.session.split import ALLOWED, REFUSED, Split
 
-_KINDS: Final = {"topicName": TOPIC, "groupId": GROUP, "transactionalId": TRANSACTIONAL_ID}
 _CODES: Final = {
     TOPIC: TOPIC_AUTHORIZATION_FAILED,
     GROUP: GROUP_AUTHORIZATION_FAILED,
@@ -103,32 +102,16 @@ def _verdict(
     message = f"not authorized by the rules of kproxy listener {listener!r}"
     if not scope.api_allowed(key):
         return _answered(hdr, frame, message, None, [f"api:{api_name(key)}"], whole_api=True)
-    layout = layout_for(key, True, version)
-    if layout is None:
-        raise MalformedMessage(f"{api_name(key)} v{version}: no layout to read it by")
-    if len(frame) > READ_LIMIT:
-        raise ProtocolError(
-            f"{api_name(key)} request of {len(frame)} bytes: more than the {READ_LIMIT} bytes "
-            "kproxy reads to authorize",
-            reason="authorization_too_large",
-        )
-    reader = LayoutReader(frame, hdr.body_offset, is_flexible(key, version), ELEMENT_LIMIT, True)
-    try:
-        value = reader.read(layout)
-    except ProtocolError as exc:
-        if exc.reason != "too_large":
-            raise
-        raise ProtocolError(
-            f"{api_name(key)} request of more than {ELEMENT_LIMIT} array elements: more "
-            "than kproxy reads to authorize",
-            reason="authorization_too_large",
-        ) from exc
+    # Its tagged fields kept: a split request is written back with them.
+    layout, value = read_request(
+        hdr, frame, "to authorize", "authorization_too_large", keep_tagged=True
+    )
     split = Split(key, lambda kind, name: scope.allows(key, kind, name), names.name_of)
     forced: int | None = None
     # The request's own group, transactional id or coordinator key: all of it refused.
     for name, typ, _nullable, _default, entity, _key, _sub in layout[0]:
         item = value.get(name)
-        kind = _KINDS.get(entity) or (split.coordinator_kind(value) if name == "Key" else None)
+        kind = KINDS.get(entity) or (split.coordinator_kind(value) if name == "Key" else None)
         if typ == "string" and kind is not None and item and not scope.allows(key, kind, item):
             return _answered(hdr, frame, message, _CODES[kind], [f"{kind}:{item}"])
     coordinator = split.coordinator_kind(value)
@@ -196,7 +179,7 @@ def checked(key: int, version: int, api_rules: frozenset[int]) -> bool:
         key in api_rules
         or key in _FILTERED
         or key == FIND_COORDINATOR
-        or key in CONFIG_APIS
+        or key in CONFIG_RESOURCE_APIS
         or key in (METADATA, DESCRIBE_TOPIC_PARTITIONS)
         or (key, True, version) in ENTITY_FIELDS
         or (key, version) in _topic_id_requests()

@@ -81,7 +81,7 @@ def forward_requests(
                 session.policy.listener,
             )
             if verdict.refused:
-                step.refused.append(refusal_record(hdr, verdict))
+                step.refused.append(refusal_record(hdr, verdict.refused))
             if verdict.answer is not None:
                 answer_in_order(verdict.answer, inflight, session.held, session.stream, answers)
                 continue

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kproxy.protocol.apis import is_flexible
+from kproxy.protocol.apis import METADATA, is_flexible
 from kproxy.protocol.entities import GROUP, TOPIC, TRANSACTIONAL_ID
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.layout_codec import LayoutReader, LayoutWriter, Value, layout_for
 from kproxy.protocol.refusal import IDENTIFIERS, Refusal
 from kproxy.session.authorization import Scope
 
-METADATA: Final = 3
 LIST_GROUPS: Final = 16
 LIST_TRANSACTIONS: Final = 66
 DESCRIBE_TOPIC_PARTITIONS: Final = 75
@@ -81,11 +80,11 @@ def edit_response(
     if api_key in (METADATA, DESCRIBE_TOPIC_PARTITIONS):
         _learn(edit.names, value)
     if api_key == METADATA and edit.all_topics:
-        changed = _keep(value, "Topics", "Name", lambda n: edit.scope.allows(api_key, TOPIC, n))
+        changed |= _keep(value, "Topics", "Name", lambda n: edit.scope.allows(api_key, TOPIC, n))
     listed = _LISTED.get(api_key)
     if listed is not None:
         array, field, kind = listed
-        changed = _keep(value, array, field, lambda n: edit.scope.allows(api_key, kind, n))
+        changed |= _keep(value, array, field, lambda n: edit.scope.allows(api_key, kind, n))
     if edit.refused_part is not None:
         _merge(edit, api_key, version, layout, value)
         changed = True

@@ -20,19 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from kproxy.protocol.entities import GROUP, TOPIC, TRANSACTIONAL_ID
+from kproxy.protocol.apis import FIND_COORDINATOR
+from kproxy.protocol.entities import GROUP, KINDS, TOPIC, TRANSACTIONAL_ID
 from kproxy.protocol.layout_codec import Layout, Value
-from kproxy.protocol.refusal import source_array
+from kproxy.protocol.refusal import CONFIG_RESOURCE_APIS, source_array
 
-_KINDS: Final = {"topicName": TOPIC, "groupId": GROUP, "transactionalId": TRANSACTIONAL_ID}
 _ZERO_UUID: Final = bytes(16)
 _DROPPED_WHEN_REFUSED: Final = frozenset(("ForgottenTopicsData",))
-# DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: their resources are topics
-# (ConfigResource.Type 2) or groups (32) by type, unannotated; brokers and the rest are
-# the cluster's, left to `apis` rules.
-CONFIG_APIS: Final = frozenset((32, 33, 44))
+# The ConfigResources of DescribeConfigs, AlterConfigs and IncrementalAlterConfigs are
+# topics (ConfigResource.Type 2) or groups (32) by type, unannotated; brokers and the
+# rest are the cluster's, left to `apis` rules.
 _CONFIG_KINDS: Final = {2: TOPIC, 32: GROUP}
-FIND_COORDINATOR: Final = 10
 # FindCoordinator's keys are unannotated: KeyType says (0 a group, 1 a transactional
 # id; KIP-98, KIP-699).
 _COORDINATOR_KINDS: Final = {0: GROUP, 1: TRANSACTIONAL_ID}
@@ -88,7 +86,7 @@ class Split:
                 if typ == "struct" and item is not None and sub is not None:
                     seen |= self._inner(sub, item)
                 continue
-            kind = _KINDS.get(entity) or (
+            kind = KINDS.get(entity) or (
                 self.coordinator_kind(value) if name == "CoordinatorKeys" else None
             )
             if sub is None and kind is None:
@@ -132,14 +130,14 @@ class Split:
         return seen
 
     def _own_entities(self, layout: Layout, value: Value) -> Iterator[Entity]:
-        if self.api_key in CONFIG_APIS and "ResourceType" in value:
+        if self.api_key in CONFIG_RESOURCE_APIS and "ResourceType" in value:
             kind = _CONFIG_KINDS.get(value["ResourceType"])
             if kind is not None and value.get("ResourceName"):
                 yield kind, value["ResourceName"]
             return
         for name, typ, _nullable, _default, entity, _key, _sub in layout[0]:
             item = value.get(name)
-            kind = _KINDS.get(entity)
+            kind = KINDS.get(entity)
             if typ == "string" and kind is not None and item:
                 yield kind, item
             elif name == "TopicId" and typ == "uuid" and item and item != _ZERO_UUID:
@@ -158,7 +156,7 @@ class Split:
         yield from self._own_entities(layout, value)
         for _name, typ, _n, _d, entity, _k, sub in layout[0]:
             item = value.get(_name)
-            kind = _KINDS.get(entity)
+            kind = KINDS.get(entity)
             if typ.startswith("[]") and kind is not None and sub is None:
                 yield from ((kind, name) for name in item or () if name)
             elif sub is not None and item is not None:
