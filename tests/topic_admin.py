@@ -4,6 +4,7 @@ kproxy listener or the brokers), and what each call came back with."""
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 from tests.peers.kafka_cluster import KafkaCluster
 
@@ -12,16 +13,11 @@ MAIN_TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"  # bin/kafka-topics.s
 
 def create_topic_error(bootstrap: str, topic: str) -> object:
     """confluent-kafka's CreateTopics: None on success, else the KafkaError."""
-    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     future = admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=30)[topic]
-    try:
-        future.result(60)
-    except KafkaException as exc:
-        return exc.args[0]
-    return None
+    return _error(future)
 
 
 def java_create_topic(
@@ -38,15 +34,19 @@ def java_create_topic(
 
 def delete_topic_error(bootstrap: str, topic: str) -> object:
     """confluent-kafka's DeleteTopics: None on success, else the KafkaError."""
-    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    try:
-        admin.delete_topics([topic], request_timeout=30)[topic].result(60)
-    except KafkaException as exc:
-        return exc.args[0]
-    return None
+    return _error(admin.delete_topics([topic], request_timeout=30)[topic])
+
+
+def _error(future: Any) -> object:
+    """The KafkaError a confluent-kafka admin future failed with, or None. Read by
+    exception(), never raised: a raised error's traceback ties the future to this
+    frame's AdminClient in a cycle, and the collector may break it on a librdkafka
+    thread, where destroying the client crashes the interpreter."""
+    error = future.exception(60)
+    return None if error is None else error.args[0]
 
 
 def topics(kafka: KafkaCluster) -> set[str]:

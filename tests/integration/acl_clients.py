@@ -108,11 +108,11 @@ NOT_READY = (14, 15, 16)
 
 
 def _code(future: Any) -> int:
-    try:
-        future.result(30)
-    except Exception as exc:
-        return int(exc.args[0].code())
-    return 0
+    # exception(), not result(): a raised error's traceback would tie the future to the
+    # caller's frames and their AdminClient in a cycle that the collector may break on
+    # a librdkafka thread, where destroying the client crashes the interpreter.
+    error = future.exception(30)
+    return 0 if error is None else int(error.args[0].code())
 
 
 def _settled(call: Any) -> dict[str, int]:
@@ -125,17 +125,21 @@ def _settled(call: Any) -> dict[str, int]:
             return codes
 
 
-def _partition_codes(futures: dict[str, Any]) -> Any:
-    """Each partition's error code in an offsets answer, or the whole call's."""
-    (future,) = futures.values()
-    try:
-        answer = future.result(30)
-    except Exception as exc:
-        return int(exc.args[0].code())
-    return sorted(
-        (tp.topic, tp.partition, tp.error.code() if tp.error else 0)
-        for tp in answer.topic_partitions
-    )
+def _partition_codes(call: Any) -> Any:
+    """Each partition's error code in an offsets answer of `call()` (a dict of one
+    future), or the whole call's, asked again while a coordinator is not ready."""
+    deadline = time.monotonic() + 30
+    while True:
+        (future,) = call().values()
+        if future.exception(30) is None:
+            answer = future.result()
+            return sorted(
+                (tp.topic, tp.partition, tp.error.code() if tp.error else 0)
+                for tp in answer.topic_partitions
+            )
+        code = _code(future)
+        if code not in NOT_READY or time.monotonic() > deadline:
+            return code
 
 
 def _produced(bootstrap: str, caller: Caller) -> dict[str, int]:
@@ -228,7 +232,7 @@ def _admin_steps(bootstrap: str, caller: Caller) -> dict[str, Any]:
     asked = ConsumerGroupTopicPartitions(
         f"alice-{tag}", [TopicPartition("auth-a", 0), TopicPartition("other-x", 0)]
     )
-    seen["list offsets"] = _partition_codes(admin.list_consumer_group_offsets([asked]))
+    seen["list offsets"] = _partition_codes(lambda: admin.list_consumer_group_offsets([asked]))
     groups = [f"alice-{tag}", f"other-{tag}"]
     seen["describe groups"] = _settled(lambda: admin.describe_consumer_groups(groups))
     configs = [ConfigResource(ResourceType.TOPIC, t) for t in ("auth-a", "other-x")]

@@ -105,6 +105,11 @@ def wait_until(
             last_exc = exc
         else:
             if value:
+                # The last error's traceback holds this frame and, through it, the
+                # callers' locals (a librdkafka client among them): a cycle that the
+                # collector might break in a librdkafka thread, where destroying a
+                # client crashes the interpreter. Dropped here, it goes by refcount.
+                last_exc = None
                 return value
             last_value = value
         if expired:
