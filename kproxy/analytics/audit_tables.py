@@ -1,5 +1,6 @@
 """The audit trail's tables (`audit` events, docs/security.md): changes by principal and
-resource, refusals by principal, failed authentications by client address. The batch
+resource, refusals by principal, failed authentications by client address, and each
+tenant's changes and refusals. The batch
 job and `--follow` build them with these same functions."""
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from pyspark.sql import functions as F
 
 __all__ = ["AUDIT_TABLES", "audit_tables"]
 
-AUDIT_TABLES: Final = ("changes_by_principal", "refusals_by_principal", "failed_authentications")
+AUDIT_TABLES: Final = (
+    "changes_by_principal",
+    "refusals_by_principal",
+    "failed_authentications",
+    "audit_by_tenant",
+)
 
 
 def _audit(events: DataFrame, action: str) -> DataFrame:
@@ -58,9 +64,27 @@ def failed_authentications(events: DataFrame) -> DataFrame:
     )
 
 
+def audit_by_tenant(events: DataFrame) -> DataFrame:
+    """One row per tenant (listeners.tenancy): its changes, those not a success, its
+    refusals, and when the last record was."""
+    records = events.filter((F.col("type") == "audit") & F.col("tenant").isNotNull())
+    change = F.col("action") == "change"
+    return (
+        records.groupBy("tenant")
+        .agg(
+            F.count_if(change).alias("changes"),
+            F.count_if(change & (F.col("outcome") != "success")).alias("failed"),
+            F.count_if(F.col("action") == "refuse").alias("refusals"),
+            F.max("ts").alias("last"),
+        )
+        .orderBy("tenant")
+    )
+
+
 def audit_tables(events: DataFrame) -> dict[str, DataFrame]:
     return {
         "changes_by_principal": changes_by_principal(events),
         "refusals_by_principal": refusals_by_principal(events),
         "failed_authentications": failed_authentications(events),
+        "audit_by_tenant": audit_by_tenant(events),
     }

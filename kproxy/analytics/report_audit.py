@@ -61,4 +61,18 @@ def audit_section(rows: Callable[[str], Rows], total: Callable[[str], int | None
             total("failed_authentications"),
         )
     )
+    parts.append("<h3>By tenant</h3>")
+    parts.append(
+        table(
+            [
+                ("tenant", col("tenant", _text), False),
+                ("changes", col("changes", count), True),
+                ("not success", col("failed", count), True),
+                ("refusals", col("refusals", count), True),
+                last,
+            ],
+            rows("audit_by_tenant"),
+            total("audit_by_tenant"),
+        )
+    )
     return "".join(parts)

@@ -78,6 +78,7 @@ FIELD_TYPES: Final[dict[str, str]] = {
     "mechanism": "string",
     "outcome": "string",
     "reauthentication": "boolean",
+    "tenant": "string",
     "api_version": "int",
     "resources": "array<string>",
     "failed": "array<string>",

@@ -34,6 +34,8 @@ LIVE: Final[dict[str, str]] = {
     "the ApiVersions answer they were given)",
     "listeners.authorization": "at once, established connections included (their next "
     "request is checked against the new rules)",
+    "listeners.tenancy": "at once, established connections included (their next request "
+    "is renamed for the tenant they match now; answers to requests already sent keep theirs)",
     "listeners.name": "at once (the refusals sent and logged)",
     "limits.max_frame_bytes": "new client connections",
     "limits.max_in_flight_requests": "new client connections",

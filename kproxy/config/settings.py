@@ -43,6 +43,7 @@ from kproxy.config.quorum import ControllerSettings, QuorumSettings
 from kproxy.config.quotas import QuotaSettings
 from kproxy.config.sasl import ClusterSaslSettings
 from kproxy.config.section import Section
+from kproxy.config.tenancy import TenancySettings
 from kproxy.config.tls import ClusterTlsSettings, ListenerTlsSettings, SniSettings
 from kproxy.config.types import (
     Bool,
@@ -68,6 +69,7 @@ from kproxy.protocol.hostport import (
     parse_host_port,
 )
 from kproxy.session.authorization import Authorizer
+from kproxy.session.tenancy import Tenancy
 
 __all__ = [
     "LOG_LEVELS",
@@ -209,6 +211,11 @@ class ListenerSettings(Section):
         "principal, address and client id; refused entities get the errors a broker with "
         "the same ACLs sends (absent: everything)",
     )
+    tenancy: TenancySettings | None = Field(
+        None,
+        description="teams sharing the cluster: each connection's tenant sees only its own "
+        "topics, groups and transactional ids, under the names it uses (absent: none)",
+    )
     proxy_protocol: ProxyProtocolSettings | None = Field(
         None,
         description="a PROXY protocol header (v1 or v2) before each client connection's "
@@ -248,6 +255,10 @@ class ListenerSettings(Section):
     def authorizer(self) -> Authorizer | None:
         """The listener's rules, compiled (`listeners.authorization`)."""
         return None if self.authorization is None else Authorizer.from_settings(self.authorization)
+
+    def tenants(self) -> Tenancy | None:
+        """The listener's tenants, compiled (`listeners.tenancy`)."""
+        return None if self.tenancy is None else Tenancy.from_settings(self.tenancy)
 
     def advertises_denied(self) -> bool:
         """Whether ApiVersions keeps the refused APIs (`api_policy.advertise_denied`)."""

@@ -23,7 +23,12 @@ def outcome(auth: Authentication) -> str:
 
 
 def connection_fields(
-    action: str, listener: str, cause: str | None, principal: str | None, address: str | None
+    action: str,
+    listener: str,
+    cause: str | None,
+    principal: str | None,
+    address: str | None,
+    tenant: str | None = None,
 ) -> dict[str, Any]:
     """A `connection` event's own fields (docs/events.md)."""
     return {
@@ -32,6 +37,7 @@ def connection_fields(
         "cause": cause,
         "principal": principal,
         "client_address": address,
+        "tenant": tenant,
     }
 
 
@@ -58,11 +64,12 @@ def authentication_fields(listener: str, address: str, auth: Authentication) -> 
         "error_codes": [auth.error_code] if failed else [],
         "mechanism": auth.mechanism[:MECHANISM_TEXT_LIMIT],
         "reauthentication": auth.reauthentication,
+        "tenant": None,  # a connection's tenant is found once it names something
     }
 
 
 def audit_fields(
-    listener: str, address: str, principal: str, record: AuditRecord
+    listener: str, address: str, principal: str, record: AuditRecord, tenant: str | None = None
 ) -> dict[str, Any]:
     """The `audit` event of a change or a refusal (docs/events.md)."""
     return {
@@ -79,4 +86,5 @@ def audit_fields(
         "error_codes": record.errors,
         "mechanism": None,
         "reauthentication": None,
+        "tenant": tenant,
     }

@@ -85,7 +85,7 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     ),
     RECOVERY: ("topic", "topic_id", "partition", "client_id", "ms", "with_endpoint"),
     NODE_DISCOVERED: ("node_id", "upstream", "advertised"),
-    CONNECTION: ("action", "listener", "cause", "principal", "client_address"),
+    CONNECTION: ("action", "listener", "cause", "principal", "client_address", "tenant"),
     REQUEST_SAMPLE: ("api", "version", "client_id", "total_ms", "upstream_ms"),
     AUDIT: (
         "action",
@@ -101,6 +101,7 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "error_codes",
         "mechanism",
         "reauthentication",
+        "tenant",
     ),
 }
 COMMON_FIELDS: Final = ("schema", "type", "ts", "proxy")

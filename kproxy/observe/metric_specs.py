@@ -169,6 +169,13 @@ AUDIT_RECORDS = MetricSpec(
     "action (authenticate, change, refuse) and outcome (success, failure, partial, "
     "refused).",
 )
+TENANT_REQUESTS = MetricSpec(
+    "kproxy_tenant_requests_total",
+    COUNTER,
+    ("tenant", "api"),
+    "Requests of a tenant's connections forwarded to the cluster (listeners.tenancy), by "
+    "tenant and API; tenants are the configured ones, so the labels stay bounded.",
+)
 PRINCIPAL_AUTHENTICATIONS = MetricSpec(
     "kproxy_principal_authentications_total",
     COUNTER,

@@ -112,6 +112,7 @@ class KproxyMetrics:
         self.requests_refused = cast(Counter, made[specs.REQUESTS_REFUSED])
         self.authentications = cast(Counter, made[specs.AUTHENTICATIONS])
         self.audit_records = cast(Counter, made[specs.AUDIT_RECORDS])
+        self.tenant_requests = cast(Counter, made[specs.TENANT_REQUESTS])
         # metrics.principal_labels: the principals labelled so far, at most that many.
         self.principal_labels = principal_labels
         self.labelled_principals: set[str] = set()

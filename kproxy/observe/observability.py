@@ -113,21 +113,38 @@ class Observability(ProxyObserver):
         self._emit(CONNECTION, described.connection_fields("open", listener, None, None, address))
 
     def connection_closed(
-        self, listener: str, cause: str, principal: str | None = None, address: str | None = None
+        self,
+        listener: str,
+        cause: str,
+        principal: str | None = None,
+        address: str | None = None,
+        tenant: str | None = None,
     ) -> None:
         self.metrics.connection_closed(listener, cause, principal)
-        fields = described.connection_fields("close", listener, cause, principal, address)
+        fields = described.connection_fields("close", listener, cause, principal, address, tenant)
         self._emit(CONNECTION, fields)
 
     def authenticated(self, listener: str, address: str, auth: Authentication) -> None:
         self.metrics.authenticated(described.authentication_labels(listener, auth), auth.principal)
         self._emit(AUDIT, described.authentication_fields(listener, address, auth))
 
-    def audited(self, listener: str, address: str, principal: str, record: AuditRecord) -> None:
+    def audited(
+        self,
+        listener: str,
+        address: str,
+        principal: str,
+        record: AuditRecord,
+        tenant: str | None = None,
+    ) -> None:
         if record.action == REFUSE:
             self.metrics.requests_refused.labels(record.api, listener).inc()
         self.metrics.audit_records.labels(listener, record.action, record.outcome).inc()
-        self._emit(AUDIT, described.audit_fields(listener, address, principal, record))
+        self._emit(AUDIT, described.audit_fields(listener, address, principal, record, tenant))
+
+    def tenant_requests(self, tenant: str, requests: list[tuple[int, int]]) -> None:
+        counter = self.metrics.tenant_requests
+        for api_key, _size in requests:
+            counter.labels(tenant, api_name(api_key)).inc()
 
     def quotas_configured(self, book: QuotaBook) -> None:
         self.metrics.quotas.book = book

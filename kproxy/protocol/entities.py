@@ -22,6 +22,13 @@ TRANSACTIONAL_ID: Final = "transactional_id"
 Resource = tuple[str, str]
 # The kind of entity a schema field's `entityType` annotation names.
 KINDS: Final = {"topicName": TOPIC, "groupId": GROUP, "transactionalId": TRANSACTIONAL_ID}
+# The ConfigResources of DescribeConfigs, AlterConfigs and IncrementalAlterConfigs are
+# topics (ConfigResource.Type 2) or groups (32) by type, unannotated; brokers and the
+# rest are the cluster's.
+CONFIG_KINDS: Final = {2: TOPIC, 32: GROUP}
+# FindCoordinator's keys are unannotated: KeyType says (0 a group, 1 a transactional
+# id; KIP-98, KIP-699).
+COORDINATOR_KINDS: Final = {0: GROUP, 1: TRANSACTIONAL_ID}
 
 
 def read_message(
@@ -32,15 +39,16 @@ def read_message(
     body_offset: int,
     max_elements: int | None = None,
     keep_tagged: bool = False,
+    views: bool = False,
 ) -> tuple[Layout, Value] | None:
     """A message body read by its layout (None: kproxy has no layout for it); more than
-    `max_elements` array elements raise ProtocolError `too_large`; `keep_tagged`: as
-    `LayoutReader`'s."""
+    `max_elements` array elements raise ProtocolError `too_large`; `keep_tagged` and
+    `views`: as `LayoutReader`'s."""
     layout = layout_for(api_key, is_request, version)
     if layout is None:
         return None
     flexible = is_flexible(api_key, version)
-    reader = LayoutReader(frame, body_offset, flexible, max_elements, keep_tagged)
+    reader = LayoutReader(frame, body_offset, flexible, max_elements, keep_tagged, views)
     return layout, reader.read(layout)
 
 

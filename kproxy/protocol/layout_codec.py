@@ -29,6 +29,7 @@ _FIXED: dict[str, struct.Struct] = {
     "float64": struct.Struct(">d"),
 }
 _ZERO_UUID = bytes(16)
+_INT32 = struct.Struct(">i")
 _DECODE_ERRORS = (struct.error, IndexError, ValueError, UnicodeDecodeError)
 
 
@@ -46,7 +47,9 @@ class LayoutReader:
     with `keep_tagged` kept whole under TAGGED (a message kproxy writes back keeps
     them: KIP-951's NodeEndpoints, a Fetch's ReplicaState).
     `max_elements`: array elements read in all, at most (ProtocolError `too_large`
-    beyond: a small frame of tiny elements makes many Python objects)."""
+    beyond: a small frame of tiny elements makes many Python objects). `views`: bytes
+    and records are views of `buf`, not copies (a message written back at once: a
+    megabyte of records is not copied to be copied again)."""
 
     def __init__(
         self,
@@ -55,12 +58,14 @@ class LayoutReader:
         flexible: bool,
         max_elements: int | None = None,
         keep_tagged: bool = False,
+        views: bool = False,
     ) -> None:
         self.buf = buf
         self.pos = pos
         self.flexible = flexible
         self.elements_left = max_elements
         self.keep_tagged = keep_tagged
+        self.views = views
 
     def read(self, layout: Layout) -> Value:
         try:
@@ -121,7 +126,9 @@ class LayoutReader:
         self._need(size)
         data = self.buf[self.pos : self.pos + size]
         self.pos += size
-        return str(data, "utf-8") if typ == "string" else bytes(data)
+        if typ == "string":
+            return str(data, "utf-8")
+        return data if self.views else bytes(data)
 
     def _length(self, array: bool, wide: bool = True) -> int:
         if self.flexible:
@@ -160,14 +167,24 @@ class LayoutWriter:
     def __init__(self, flexible: bool, budget: int) -> None:
         self.flexible = flexible
         self.budget = budget
-        self.parts: list[bytes] = []
+        self.parts: list[bytes | memoryview] = []
         self.size = 0
 
-    def write(self, layout: Layout, value: Value) -> bytes:
-        self._struct(layout, value)
-        return b"".join(self.parts)
+    def write(self, layout: Layout, value: Value, head: bytes | memoryview = b"") -> bytes:
+        """The message, after `head` (a header written as it came)."""
+        return b"".join(self.pieces(layout, value, head))
 
-    def _put(self, data: bytes) -> None:
+    def pieces(
+        self, layout: Layout, value: Value, head: bytes | memoryview = b""
+    ) -> list[bytes | memoryview]:
+        """`write`'s bytes unjoined (`size` of them): views read by a reader's `views`
+        stay views, to be sent as they are."""
+        if head:
+            self._put(head)
+        self._struct(layout, value)
+        return self.parts
+
+    def _put(self, data: bytes | memoryview) -> None:
         self.size += len(data)
         if self.size > self.budget:
             raise TooLarge(f"more than {self.budget} bytes")
@@ -213,10 +230,9 @@ class LayoutWriter:
             self._put(encode_string(item, self.flexible))
         elif item is None:  # bytes, records
             self._put(b"\x00" if self.flexible else b"\xff\xff\xff\xff")
-        elif self.flexible:
-            self._put(encode_uvarint(len(item) + 1) + item)
-        else:
-            self._put(struct.pack(">i", len(item)) + item)
+        else:  # the length and the bytes apart: the bytes are copied once, by write
+            self._put(encode_uvarint(len(item) + 1) if self.flexible else _INT32.pack(len(item)))
+            self._put(item)
 
 
 _MISSING = object()

@@ -20,7 +20,7 @@ from kproxy.runtime.services import ConnectionServices
 from kproxy.runtime.tls import TlsServerLayer
 from kproxy.runtime.upstream import UpstreamConnection, dial
 from kproxy.runtime.write_buffer import limit_write_buffer, write_pieces
-from kproxy.session import ClientStep, ProxySession, UpstreamStep
+from kproxy.session import ClientStep, UpstreamStep
 from kproxy.session.identity import ANONYMOUS
 
 log = logging.getLogger("kproxy.connection")
@@ -74,25 +74,10 @@ class ClientConnection:
         self.services = services
         self.listener = listener
         self.node_id = node_id
-        quorum = services.quorum
         # A controller's port (KIP-853 quorum through kproxy): the controller plane,
         # plaintext both ways, dialled where `quorum.controllers` says.
-        self.controller = quorum is not None and is_controller_listener(listener)
-        if quorum is not None and self.controller:
-            self.session = ProxySession(
-                quorum, services.limits, frozenset(), services.controller_policy, quorum
-            )
-        else:
-            self.session = ProxySession(
-                services.addresses,
-                services.limits,
-                services.refused_apis,
-                services.api_policy,
-                quorum,
-                services.awaiting_success,
-                quotas=services.quotas,
-            )
-            self.session.oauthbearer_claim = services.principals.claim
+        self.controller = services.quorum is not None and is_controller_listener(listener)
+        self.session = services.new_session(self.controller)
         self.transport: asyncio.Transport | None = None
         self.upstream: UpstreamConnection | None = None
         self.closed = False
@@ -149,6 +134,10 @@ class ClientConnection:
         return ANONYMOUS if identity is None else identity.principal
 
     @property
+    def tenant(self) -> str | None:  # its requests were last renamed for (if any)
+        return None if self.session.tenant is None else self.session.tenant.name
+
+    @property
     def handshaking(self) -> bool:
         return self.tls is not None and not self.tls.established
 
@@ -177,6 +166,8 @@ class ClientConnection:
         if step.answers:
             self._write_client(step.answers)
         svc.count_requests(step.requests)
+        if self.session.tenant is not None:  # never in the fast lane (session.admission)
+            svc.observer.tenant_requests(self.session.tenant.name, step.requests)
         if step.refused_keys:
             svc.refused(self, step.refused_keys)
         if step.close is not None:
@@ -216,6 +207,7 @@ class ClientConnection:
             self.close("client_closed")
             return b""
         if handshaking and self.tls.established:
+            self.session.server_name = self.tls.server_name  # a tenant may be known by it
             if self.services.addresses.sni is not None:
                 # SNI: the name the client asked for says which node this connection is
                 # for (the handshake already refused any other name).

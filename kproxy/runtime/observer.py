@@ -32,7 +32,12 @@ class ProxyObserver:
         return None
 
     def connection_closed(
-        self, listener: str, cause: str, principal: str | None = None, address: str | None = None
+        self,
+        listener: str,
+        cause: str,
+        principal: str | None = None,
+        address: str | None = None,
+        tenant: str | None = None,
     ) -> None:
         pass
 
@@ -133,9 +138,20 @@ class ProxyObserver:
     def api_versions_clamped(self, dropped: int, lowered: int) -> None:
         pass
 
-    def audited(self, listener: str, address: str, principal: str, record: AuditRecord) -> None:
+    def audited(
+        self,
+        listener: str,
+        address: str,
+        principal: str,
+        record: AuditRecord,
+        tenant: str | None = None,
+    ) -> None:
         """A request that changed the cluster, with its outcome, or one the listener's API
-        policy refused (`kproxy.session.audit`)."""
+        policy refused (`kproxy.session.audit`); `tenant`: the caller's, if any."""
+
+    def tenant_requests(self, tenant: str, requests: list[tuple[int, int]]) -> None:
+        """A tenant's requests, as (api key, frame size), handed to the broker's transport
+        (`kproxy.session.tenancy`)."""
 
     def configs_redacted(self, api_key: int, count: int) -> None:
         """Configuration values that named addresses, withheld from a client."""

@@ -112,7 +112,13 @@ class Proxy:
             self.observer,
             session_limits(limits),
             CLIENT_REFUSED_APIS if lst.role == "client" else frozenset(),
-            ApiPolicy(lst.name, lst.denied_apis(), lst.advertises_denied(), lst.authorizer()),
+            ApiPolicy(
+                lst.name,
+                lst.denied_apis(),
+                lst.advertises_denied(),
+                lst.authorizer(),
+                lst.tenants(),
+            ),
             limits.write_buffer_high_bytes,
             connect_timeout,
             self.client_tls,
@@ -189,7 +195,7 @@ class Proxy:
         svc.connect_timeout = float(cluster.connect_timeout_seconds)
         svc.upstream_tls = upstream_tls
         svc.api_policy.update(
-            lst.name, lst.denied_apis(), lst.advertises_denied(), lst.authorizer()
+            lst.name, lst.denied_apis(), lst.advertises_denied(), lst.authorizer(), lst.tenants()
         )
         discovery = self.discovery
         discovery.tls, discovery.sasl = upstream_tls, cluster.sasl

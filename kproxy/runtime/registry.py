@@ -42,6 +42,9 @@ class Connection(Protocol):
     @property
     def principal(self) -> str: ...
 
+    @property
+    def tenant(self) -> str | None: ...
+
     def drain(self, cause: str = "shutdown") -> None: ...
 
     def close(self, cause: str) -> None: ...
@@ -167,7 +170,9 @@ class ConnectionRegistry:
                 if self.per_ip[ip] <= 0:
                     del self.per_ip[ip]
             self.expires.pop(conn, None)
-            self.observer.connection_closed(conn.listener, cause, conn.principal, conn.peer_ip)
+            self.observer.connection_closed(
+                conn.listener, cause, conn.principal, conn.peer_ip, conn.tenant
+            )
             if not self.connections:
                 self.empty.set()
 

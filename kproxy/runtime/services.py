@@ -19,7 +19,7 @@ from kproxy.runtime.registry import Connection, ConnectionRegistry
 from kproxy.runtime.tls import ServerTls
 from kproxy.runtime.tls import failure_reason as tls_failure_reason
 from kproxy.runtime.tls import failure_text as tls_failure_text
-from kproxy.session import ResponseSeen, SessionClose, SessionLimits, UpstreamStep
+from kproxy.session import ProxySession, ResponseSeen, SessionClose, SessionLimits, UpstreamStep
 from kproxy.session.audit import AuditRecord
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.quota import QuotaBook
@@ -97,12 +97,31 @@ class ConnectionServices:
             count,
         )
 
+    def new_session(self, controller: bool) -> ProxySession:
+        """A new client connection's session: a controller's (the KRaft quorum through
+        kproxy, its own policy) or a client's."""
+        quorum = self.quorum
+        if quorum is not None and controller:
+            return ProxySession(quorum, self.limits, frozenset(), self.controller_policy, quorum)
+        session = ProxySession(
+            self.addresses,
+            self.limits,
+            self.refused_apis,
+            self.api_policy,
+            quorum,
+            self.awaiting_success,
+            quotas=self.quotas,
+        )
+        session.oauthbearer_claim = self.principals.claim
+        return session
+
     def refused(self, conn: Connection, refused: list[AuditRecord]) -> None:
         """Requests the listener's API policy refused, answered with an authorization
         error: a log line per API (rate-limited), a count and an audit record each."""
-        listener, principal = self.api_policy.listener, conn.principal
+        listener, principal, tenant = self.api_policy.listener, conn.principal, conn.tenant
+        who = _who(principal, tenant)
         for record in refused:
-            self.observer.audited(conn.listener, conn.peer_ip, principal, record)
+            self.observer.audited(conn.listener, conn.peer_ip, principal, record, tenant)
             why = (
                 f"{', '.join(record.resources)} refused by listener {listener!r}'s authorization"
                 if record.by_rules
@@ -113,20 +132,21 @@ class ConnectionServices:
                 "refused %s from client %s (%s) on %s: %s",
                 record.api,
                 conn.peer,
-                principal,
+                who,
                 conn.listener,
                 why,
             )
 
     def audited(self, conn: Connection, changes: list[AuditRecord]) -> None:
         """Requests that changed the cluster, answered: a log line and an audit record each."""
-        principal = conn.principal
+        principal, tenant = conn.principal, conn.tenant
+        who = _who(principal, tenant)
         for record in changes:
-            self.observer.audited(conn.listener, conn.peer_ip, principal, record)
+            self.observer.audited(conn.listener, conn.peer_ip, principal, record, tenant)
             log.info(
                 "%s by %s from client %s on %s: %s %s%s",
                 record.api,
-                principal,
+                who,
                 conn.peer,
                 conn.listener,
                 record.outcome,
@@ -214,3 +234,8 @@ class ConnectionServices:
             )
         for unmapped in more.unmapped:
             self.reports.unmapped(unmapped)
+
+
+def _who(principal: str, tenant: str | None) -> str:
+    """A caller in a log line: its principal, and its tenant when it has one."""
+    return principal if tenant is None else f"{principal} of tenant {tenant}"

@@ -54,6 +54,7 @@ from kproxy.session.audit import CHANGE_APIS
 from kproxy.session.authorize import checked
 from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
+from kproxy.session.tenancy import TENANT_APIS
 
 # Client listeners serve what a broker listener serves.
 CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
@@ -109,7 +110,7 @@ class Admission:
     def rebuild(self) -> None:
         """Build the tables from the policy as it is now (`ApiPolicy.update` calls it)."""
         denied = self.policy.denied
-        authorizer = self.policy.authorizer
+        authorizer, tenancy = self.policy.authorizer, self.policy.tenancy
         api_rules = frozenset() if authorizer is None else authorizer.apis()
         routes: dict[int, int] = {}
         lane: dict[int, tuple[int, int]] = {}
@@ -119,16 +120,21 @@ class Admission:
                 # off the wire (masked to 16 bits) matches no entry.
                 at = key << 16 | (version & 0xFFFF)
                 route = route_of(key, version, self.refused_apis, denied)
+                # A tenant's names are renamed too, and the cluster's APIs refused it.
                 if (
-                    authorizer is not None
+                    (authorizer is not None or tenancy is not None)
                     and route in (FORWARD, WALK, AUDIT)
-                    and checked(key, version, api_rules)
+                    and (
+                        checked(key, version, api_rules)
+                        or (tenancy is not None and key not in TENANT_APIS)
+                    )
                 ):
                     route |= AUTHORIZE
                 routes[at] = route
                 # ApiVersions, once per connection, is left to the general path, which
-                # answers a version it does not know.
-                if route == FORWARD and headers[0] >= 1 and key != API_VERSIONS:
+                # answers a version it does not know; and on a listener with tenants,
+                # every request, where each is counted for its tenant.
+                if route == FORWARD and headers[0] >= 1 and key != API_VERSIONS and not tenancy:
                     lane[at] = headers
         self._routes, self.lane = routes, lane
 

@@ -147,11 +147,16 @@ def audit_request(
 
 
 def read_request(
-    hdr: RequestHeader, frame: memoryview, purpose: str, reason: str, keep_tagged: bool = False
+    hdr: RequestHeader,
+    frame: memoryview,
+    purpose: str,
+    reason: str,
+    keep_tagged: bool = False,
+    views: bool = False,
 ) -> tuple[Layout, Value]:
     """A whole request read by its layout within READ_LIMIT and ELEMENT_LIMIT (beyond
     them ProtocolError `reason`, `purpose` saying what kproxy reads it for); a body that
-    does not parse raises MalformedMessage."""
+    does not parse raises MalformedMessage. `views`: as `LayoutReader`'s."""
     key, version = hdr.api_key, hdr.api_version
     if len(frame) > READ_LIMIT:
         raise ProtocolError(
@@ -160,7 +165,9 @@ def read_request(
             reason=reason,
         )
     try:
-        read = read_message(key, True, version, frame, hdr.body_offset, ELEMENT_LIMIT, keep_tagged)
+        read = read_message(
+            key, True, version, frame, hdr.body_offset, ELEMENT_LIMIT, keep_tagged, views
+        )
     except ProtocolError as exc:
         if exc.reason != "too_large":
             raise

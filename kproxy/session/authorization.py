@@ -15,7 +15,7 @@ import fnmatch
 import ipaddress
 import re
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kproxy.protocol.apis import APIS
 from kproxy.session.operations import ALL, granted, operation_of
@@ -134,6 +134,15 @@ class Authorizer:
             address = None
         who = client_id or ""
         return Scope(self, tuple(r for r in self.rules if r.applies_to(principal, address, who)))
+
+
+class Permissions(Protocol):
+    """What one caller may do: a `Scope` of the rules, or a tenant's
+    (`kproxy.session.tenancy.TenantScope`)."""
+
+    def api_allowed(self, api_key: int) -> bool: ...
+
+    def allows(self, api_key: int, kind: str, name: str) -> bool: ...
 
 
 class Scope:

@@ -31,7 +31,7 @@ from kproxy.protocol.errors import ApiDenied, ProtocolError
 from kproxy.protocol.generated.entities import ENTITY_FIELDS
 from kproxy.protocol.generated.layouts import LAYOUTS
 from kproxy.protocol.headers import RequestHeader
-from kproxy.protocol.layout_codec import Layout, LayoutWriter, layout_for
+from kproxy.protocol.layout_codec import Layout, LayoutWriter, Value, layout_for
 from kproxy.protocol.refusal import (
     CLUSTER_AUTHORIZATION_FAILED,
     CONFIG_RESOURCE_APIS,
@@ -42,7 +42,7 @@ from kproxy.protocol.refusal import (
 )
 from kproxy.protocol.requests import produce_acks
 from kproxy.session.audit import READ_LIMIT, read_request
-from kproxy.session.authorization import Scope
+from kproxy.session.authorization import Permissions
 from kproxy.session.response_edit import (
     DESCRIBE_TOPIC_PARTITIONS,
     LIST_GROUPS,
@@ -61,28 +61,34 @@ _CODES: Final = {
 
 class Verdict(NamedTuple):
     """What becomes of a request: `answer` (kproxy answers: the whole response
-    frame), else `request` (a new frame to forward instead, None: as it came) and
-    `edit` (what its response needs, None: nothing). `refused`: the entities refused,
-    as "kind:name"."""
+    frame), else `request` (a new frame to forward instead, None: as it came, or as
+    `pieces` of `size` bytes when given) and `edit` (what its response needs, None:
+    nothing). `refused`: the entities refused, as "kind:name"."""
 
     answer: bytes | None
     request: bytes | None
     edit: ResponseEdit | None
     refused: list[str]
+    pieces: list[bytes | memoryview] | None = None
+    size: int = 0
 
 
 def authorize(
-    scope: Scope,
+    scope: Permissions,
     names: TopicNames,
     hdr: RequestHeader,
     frame: memoryview,
     listener: str,
+    read: tuple[Layout, Value] | None = None,
 ) -> Verdict:
-    """Check one whole request. Raises MalformedMessage or ProtocolError
-    `authorization_too_large` (a request kproxy cannot read is never forwarded
-    half-checked), and ApiDenied for a Produce with acks=0 of which anything is refused:
-    no response can say so, and a broker closes the connection then too."""
-    verdict = _verdict(scope, names, hdr, frame, listener)
+    """Check one whole request, `frame`, or as `read` says when given (a tenant's
+    request renamed; kproxy's answers then echo `frame`, the request as the tenant sent
+    it). Raises
+    MalformedMessage or ProtocolError `authorization_too_large` (a request kproxy cannot
+    read is never forwarded half-checked), and ApiDenied for a Produce with acks=0 of
+    which anything is refused: no response can say so, and a broker closes the
+    connection then too."""
+    verdict = _verdict(scope, names, hdr, frame, listener, read)
     if (
         verdict.refused
         and hdr.api_key == PRODUCE
@@ -96,15 +102,27 @@ def authorize(
 
 
 def _verdict(
-    scope: Scope, names: TopicNames, hdr: RequestHeader, frame: memoryview, listener: str
+    scope: Permissions,
+    names: TopicNames,
+    hdr: RequestHeader,
+    frame: memoryview,
+    listener: str,
+    read: tuple[Layout, Value] | None,
 ) -> Verdict:
     key, version = hdr.api_key, hdr.api_version
     message = f"not authorized by the rules of kproxy listener {listener!r}"
     if not scope.api_allowed(key):
-        return _answered(hdr, frame, message, None, [f"api:{api_name(key)}"], whole_api=True)
-    # Its tagged fields kept: a split request is written back with them.
-    layout, value = read_request(
-        hdr, frame, "to authorize", "authorization_too_large", keep_tagged=True
+        return answered(hdr, frame, message, None, [f"api:{api_name(key)}"], whole_api=True)
+    # Its tagged fields kept: a split request is written back with them. Records as
+    # views of an immutable frame: a split request's refused part may hold them until
+    # its answer comes (a reader's buffer is not to be pinned).
+    layout, value = read or read_request(
+        hdr,
+        frame,
+        "to authorize",
+        "authorization_too_large",
+        keep_tagged=True,
+        views=type(frame.obj) is bytes,
     )
     split = Split(key, lambda kind, name: scope.allows(key, kind, name), names.name_of)
     forced: int | None = None
@@ -113,7 +131,7 @@ def _verdict(
         item = value.get(name)
         kind = KINDS.get(entity) or (split.coordinator_kind(value) if name == "Key" else None)
         if typ == "string" and kind is not None and item and not scope.allows(key, kind, item):
-            return _answered(hdr, frame, message, _CODES[kind], [f"{kind}:{item}"])
+            return answered(hdr, frame, message, _CODES[kind], [f"{kind}:{item}"])
     coordinator = split.coordinator_kind(value)
     if coordinator is not None:
         forced = _CODES[coordinator]  # no entity annotation to take it from
@@ -125,11 +143,11 @@ def _verdict(
             edit.all_topics = key == METADATA and not value.get("Topics")
         return Verdict(None, None, edit, [])
     if split.unsplittable:
-        return _answered(hdr, frame, message, forced, refused)
+        return answered(hdr, frame, message, forced, refused)
     # Nothing left to ask: kproxy answers. Metadata goes on with no topic (v1+), as its
     # answer still lists the brokers.
     if (key != METADATA or version == 0) and not seen & ALLOWED:
-        return _answered(hdr, frame, message, forced, refused)
+        return answered(hdr, frame, message, forced, refused)
     edit = edit or ResponseEdit(scope, names)
     edit.refused_part = refused_part  # the refused elements, as a request of their own
     edit.message = message
@@ -141,7 +159,7 @@ def _verdict(
 _FILTERED: Final = frozenset((LIST_GROUPS, LIST_TRANSACTIONS))
 
 
-def _answered(
+def answered(
     hdr: RequestHeader,
     frame: memoryview,
     message: str,

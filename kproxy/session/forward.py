@@ -29,9 +29,8 @@ from kproxy.session.admission import (
     refuse,
 )
 from kproxy.session.audit import REFUSE, audit_request, refusal_record
-from kproxy.session.authorization import Scope
-from kproxy.session.authorize import authorize
-from kproxy.session.identity import ANONYMOUS, Identity, sasl_request
+from kproxy.session.checks import check_request
+from kproxy.session.identity import Identity, sasl_request
 from kproxy.session.inflight import InFlight
 from kproxy.session.order import answer_in_order
 from kproxy.session.quota import QuotaBook
@@ -73,21 +72,25 @@ def forward_requests(
         edit = None
         if route & AUTHORIZE and type(frame) is not FrameStart:
             route ^= AUTHORIZE
-            verdict = authorize(
-                _scope(session, hdr.client_id),
-                session.policy.topic_names,
-                hdr,
-                head,
-                session.policy.listener,
-            )
-            if verdict.refused:
-                step.refused.append(refusal_record(hdr, verdict.refused))
-            if verdict.answer is not None:
-                answer_in_order(verdict.answer, inflight, session.held, session.stream, answers)
-                continue
-            if verdict.request is not None:  # split: the allowed part goes on
-                head, whole = memoryview(verdict.request), None
-            edit = verdict.edit
+            verdict = check_request(session, hdr, head)
+            if verdict is not None:
+                if verdict.refused:
+                    step.refused.append(refusal_record(hdr, verdict.refused))
+                if verdict.answer is not None:
+                    answer_in_order(verdict.answer, inflight, session.held, session.stream, answers)
+                    continue
+                edit = verdict.edit
+                if verdict.pieces is not None:  # a tenant's, renamed
+                    if route == FORWARD:
+                        # In pieces, its records not copied (the header is as it came).
+                        req = admit(hdr, head, verdict.size, now, admitted, inflight)
+                        req.authz = edit
+                        out.append(_pack_size(verdict.size))
+                        out.extend(verdict.pieces)
+                        continue
+                    head, whole = memoryview(b"".join(verdict.pieces)), None
+                elif verdict.request is not None:  # split: what goes on
+                    head, whole = memoryview(verdict.request), None
         if type(frame) is FrameStart:
             # A large request on its way: unless kproxy must rewrite or refuse it, it is
             # passed on as it arrives, its header read from its first bytes.
@@ -136,21 +139,6 @@ def forward_requests(
         else:
             out.append(whole)  # one buffer, as read
     return None
-
-
-def _scope(session: SessionState, client_id: str | None) -> Scope:
-    """The caller's rules (`kproxy.session.authorization`), found again when its
-    principal or client id changes or a reload made new rules."""
-    authorizer = session.policy.authorizer
-    assert authorizer is not None
-    identity = session.identity
-    principal = ANONYMOUS if identity is None else identity.principal
-    key = (authorizer, principal, client_id)
-    scope = session.authz_scope
-    if scope is None or session.authz_key != key:
-        scope = session.authz_scope = authorizer.scope(principal, session.client_host, client_id)
-        session.authz_key = key
-    return scope
 
 
 def charge(session: SessionState, quotas: QuotaBook, step: ClientStep, now: float) -> None:

@@ -22,6 +22,7 @@ from kproxy.protocol.api_versions import SUPPORTED
 from kproxy.protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from kproxy.session.authorization import Authorizer
 from kproxy.session.response_edit import TopicNames
+from kproxy.session.tenancy import Tenancy
 
 
 class Routes(Protocol):
@@ -43,6 +44,7 @@ class ApiPolicy:
         "authorizer",
         "denied",
         "listener",
+        "tenancy",
         "topic_names",
     )
 
@@ -52,10 +54,12 @@ class ApiPolicy:
         denied: frozenset[int] = frozenset(),
         advertise_denied: bool = False,
         authorizer: Authorizer | None = None,
+        tenancy: Tenancy | None = None,
     ) -> None:
         self.listener = listener
         self.denied = denied - ALWAYS_ALLOWED
         self.advertise_denied = advertise_denied
+        self.tenancy = tenancy  # the listener's tenants (`kproxy.session.tenancy`), if any
         # The listener's authorization rules (`kproxy.session.authorization`), if any,
         # and the topic ids its clients' Metadata answers named (kept across reloads).
         self.authorizer = authorizer
@@ -70,11 +74,13 @@ class ApiPolicy:
         denied: frozenset[int],
         advertise_denied: bool,
         authorizer: Authorizer | None = None,
+        tenancy: Tenancy | None = None,
     ) -> None:
         self.listener = listener
         self.denied = denied - ALWAYS_ALLOWED
         self.advertise_denied = advertise_denied
         self.authorizer = authorizer
+        self.tenancy = tenancy
         for routes in self.admissions.values():
             routes.rebuild()
 

@@ -2,19 +2,24 @@
 refused part of a split request appended to the broker's answers, and the topics,
 groups and transactional ids the caller may not describe left out of a Metadata for
 all topics, a ListGroups or a ListTransactions answer, as a broker's authorizer
-leaves them out. Metadata answers also teach the listener's topic ids (`TopicNames`).
+leaves them out; for a tenant's caller, names unprefixed and other tenants' left out.
+Metadata answers also teach the listener's topic ids (`TopicNames`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kproxy.protocol.apis import METADATA, is_flexible
 from kproxy.protocol.entities import GROUP, TOPIC, TRANSACTIONAL_ID
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.layout_codec import LayoutReader, LayoutWriter, Value, layout_for
 from kproxy.protocol.refusal import IDENTIFIERS, Refusal
-from kproxy.session.authorization import Scope
+from kproxy.protocol.renaming import rename
+from kproxy.session.authorization import Permissions
+
+if TYPE_CHECKING:
+    from kproxy.session.tenancy import Tenant
 
 LIST_GROUPS: Final = 16
 LIST_TRANSACTIONS: Final = 66
@@ -53,9 +58,9 @@ class TopicNames:
 class ResponseEdit:
     """What one request's response needs (`InFlight.authz`)."""
 
-    __slots__ = ("all_topics", "code", "message", "names", "refused_part", "scope")
+    __slots__ = ("all_topics", "code", "message", "names", "refused_part", "scope", "tenant")
 
-    def __init__(self, scope: Scope, names: TopicNames) -> None:
+    def __init__(self, scope: Permissions, names: TopicNames) -> None:
         self.scope = scope
         self.names = names
         self.all_topics = False  # a Metadata request for every topic: filter its answer
@@ -63,6 +68,8 @@ class ResponseEdit:
         self.refused_part: Value | None = None
         self.message = ""
         self.code: int | None = None  # the one error of every refused element, if set
+        # The caller's tenant (`kproxy.session.tenancy`): names unprefixed, others' left out.
+        self.tenant: Tenant | None = None
 
 
 def edit_response(
@@ -75,7 +82,8 @@ def edit_response(
         return None
     _, body = parse_response_header(frame, header_version)
     flexible = is_flexible(api_key, version)
-    value = LayoutReader(frame, body, flexible, keep_tagged=True).read(layout)
+    # Records as views of the frame: written back below, before the frame is let go.
+    value = LayoutReader(frame, body, flexible, keep_tagged=True, views=True).read(layout)
     changed = False
     if api_key in (METADATA, DESCRIBE_TOPIC_PARTITIONS):
         _learn(edit.names, value)
@@ -88,10 +96,11 @@ def edit_response(
     if edit.refused_part is not None:
         _merge(edit, api_key, version, layout, value)
         changed = True
-    if not changed:
+    if edit.tenant is not None:
+        rename(api_key, layout, value, edit.tenant.to_tenant)
+    elif not changed:
         return None
-    encoded = LayoutWriter(flexible, 2 * len(frame) + (1 << 20)).write(layout, value)
-    return bytes(frame[:body]) + encoded
+    return LayoutWriter(flexible, 2 * len(frame) + (1 << 20)).write(layout, value, frame[:body])
 
 
 def _learn(names: TopicNames, value: Value) -> None:

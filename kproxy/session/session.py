@@ -280,16 +280,16 @@ class ProxySession(SessionState):
         req = request_for(self.inflight, frame)
         key = req.api_key
         whole = self.upstream_reader.take_whole()  # this response, when it came alone
-        if req.authz is not None:  # kproxy.session.response_edit
-            edited = edit_response(req.authz, key, req.version, frame, req.header_version)
-            if edited is not None:
-                frame, whole = memoryview(edited), None
         if key in SASL_APIS and self.identity is not None:  # kproxy.session.identity
             ended = sasl_response(self.identity, req, frame)
             if ended is not None:
                 step.facts().authentications.append(ended)
-        elif req.audit is not None:  # a change, recorded with its outcome
+        elif req.audit is not None:  # a change, recorded with the cluster's answer
             step.facts().audits.append(audit_response(req.audit, frame, req.header_version))
+        if req.authz is not None:  # kproxy.session.response_edit
+            edited = edit_response(req.authz, key, req.version, frame, req.header_version)
+            if edited is not None:
+                frame, whole = memoryview(edited), None
         walked: WalkResult | None = None
         if key in WALKED_RESPONSES:
             _, body = parse_response_header(frame, req.header_version)

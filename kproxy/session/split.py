@@ -21,19 +21,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from kproxy.protocol.apis import FIND_COORDINATOR
-from kproxy.protocol.entities import GROUP, KINDS, TOPIC, TRANSACTIONAL_ID
+from kproxy.protocol.entities import CONFIG_KINDS, COORDINATOR_KINDS, KINDS, TOPIC
 from kproxy.protocol.layout_codec import Layout, Value
 from kproxy.protocol.refusal import CONFIG_RESOURCE_APIS, source_array
 
 _ZERO_UUID: Final = bytes(16)
 _DROPPED_WHEN_REFUSED: Final = frozenset(("ForgottenTopicsData",))
-# The ConfigResources of DescribeConfigs, AlterConfigs and IncrementalAlterConfigs are
-# topics (ConfigResource.Type 2) or groups (32) by type, unannotated; brokers and the
-# rest are the cluster's, left to `apis` rules.
-_CONFIG_KINDS: Final = {2: TOPIC, 32: GROUP}
-# FindCoordinator's keys are unannotated: KeyType says (0 a group, 1 a transactional
-# id; KIP-98, KIP-699).
-_COORDINATOR_KINDS: Final = {0: GROUP, 1: TRANSACTIONAL_ID}
 # What a struct names: nothing, only allowed, only refused, or both below it.
 NONE, ALLOWED, REFUSED, MIXED = 0, 1, 2, 3
 # An entity: (kind, name), the name None for a topic id kproxy has not seen.
@@ -62,7 +55,7 @@ class Split:
         """The kind of a FindCoordinator's keys (None: another API or key type)."""
         if self.api_key != FIND_COORDINATOR:
             return None
-        return _COORDINATOR_KINDS.get(request.get("KeyType", 0))
+        return COORDINATOR_KINDS.get(request.get("KeyType", 0))
 
     def struct(
         self, layout: Layout, value: Value, answer: Layout | None, top: bool = False
@@ -131,7 +124,7 @@ class Split:
 
     def _own_entities(self, layout: Layout, value: Value) -> Iterator[Entity]:
         if self.api_key in CONFIG_RESOURCE_APIS and "ResourceType" in value:
-            kind = _CONFIG_KINDS.get(value["ResourceType"])
+            kind = CONFIG_KINDS.get(value["ResourceType"])
             if kind is not None and value.get("ResourceName"):
                 yield kind, value["ResourceName"]
             return

@@ -11,13 +11,14 @@ from kproxy.protocol.correlation import CorrelationTable
 from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.walker import Endpoint
 from kproxy.session.admission import CLIENT_REFUSED_APIS, admission_for
-from kproxy.session.authorization import Scope
+from kproxy.session.authorization import Permissions
 from kproxy.session.identity import Identity
 from kproxy.session.mapping import AddressMapping
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.quota import QuotaBook, QuotaBucket
 from kproxy.session.records import Frame, Held, SessionLimits
 from kproxy.session.streaming import StreamedResponse
+from kproxy.session.tenancy import Tenant
 
 # Requests at least this large (Produce batches) pass as they arrive (cut-through), their
 # header and acks within these bytes (client and transactional ids are <= 32,767 bytes).
@@ -52,7 +53,9 @@ class SessionState:
         "quota_client_id",
         "quota_generation",
         "quotas",
+        "server_name",
         "stream",
+        "tenant",
         "upstream_reader",
     )
 
@@ -103,10 +106,13 @@ class SessionState:
         # holds, until TLS or a SASL exchange says (anonymous until then).
         self.identity: Identity | None = None
         self.oauthbearer_claim = "sub"  # the claim that names an OAUTHBEARER client
-        # The rules that apply to the caller (`kproxy.session.authorization`), and the
-        # (rules, principal, client id) they were found for.
-        self.authz_scope: Scope | None = None
-        self.authz_key: tuple[object, str, str | None] | None = None
+        # What the caller may do (`kproxy.session.authorization`), its tenant
+        # (`kproxy.session.tenancy`), and the (rules, tenants, principal, client id)
+        # they were found for (`kproxy.session.checks`).
+        self.authz_scope: Permissions | None = None
+        self.tenant: Tenant | None = None
+        self.authz_key: tuple[object, object, str, str | None] | None = None
+        self.server_name: str | None = None  # the TLS server name (SNI) the client sent
 
     def cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         """Where a request's endpoint is in the cluster (the client named kproxy's)."""

@@ -319,6 +319,7 @@ def _audit(seconds: float, action: str, principal: str | None, **fields: Any) ->
         "error_codes": [],
         "mechanism": None,
         "reauthentication": None,
+        "tenant": None,
     }
     return ev("audit", seconds, A, action=action, principal=principal, **{**base, **fields})
 
@@ -334,9 +335,9 @@ AUDIT_LINES = [
         failed=["topic:orders"],
         error_codes=[36],
     ),
-    _audit(3, "change", "User:bob", api="IncrementalAlterConfigs", resources=[]),
+    _audit(3, "change", "User:bob", api="IncrementalAlterConfigs", resources=[], tenant="b"),
     _audit(4, "refuse", "User:eve", api="DeleteTopics", resources=["topic:orders"]),
-    _audit(5, "refuse", "User:eve", api="DeleteTopics", resources=["topic:audit"]),
+    _audit(5, "refuse", "User:eve", api="DeleteTopics", resources=["topic:audit"], tenant="b"),
     _audit(
         6,
         "authenticate",
@@ -399,4 +400,8 @@ def test_the_audit_tables(spark: SparkSession) -> None:
     ]
     assert [r.asDict() for r in tables["failed_authentications"]] == [
         {"client_address": "10.1.0.7", "mechanism": "PLAIN", "failures": 2, "names_claimed": 2},
+    ]
+    # Records of no tenant (tenant null) are not a tenant's.
+    assert [r.asDict() for r in tables["audit_by_tenant"]] == [
+        {"tenant": "b", "changes": 1, "failed": 0, "refusals": 1},
     ]

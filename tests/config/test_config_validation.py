@@ -377,7 +377,7 @@ ALLOWED = {
     "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds, tls, sasl",
     "listeners": "bind_host, advertised_host, bootstrap_port, broker_port_base,"
     " node_port_overrides, max_node_id, role, tls, sni, name, api_policy, authorization,"
-    " proxy_protocol",
+    " tenancy, proxy_protocol",
     "limits": (
         "max_frame_bytes, write_buffer_high_bytes, max_in_flight_requests, allocator_retain_bytes,"
         " max_connections, max_connections_per_client_ip, stream_responses_after_bytes,"

@@ -68,6 +68,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.event_dropped("file", 2)
     m.nodes_discovered.inc()
     m.api_versions_clamped.inc()
+    m.tenant_requests.labels("team-a", "Produce").inc()
     m.cluster_reached.set(1)
     return m
 

@@ -4,16 +4,13 @@ from other strings) says it names, for every API and version both know."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import typing
 from collections import Counter
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.schema import types as kio_types
 
 from kproxy.protocol.apis import APIS
 from kproxy.protocol.entities import (
@@ -28,6 +25,7 @@ from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.generated.entities import ENTITY_FIELDS
 from kproxy.protocol.headers import parse_request_header
 from kproxy.protocol.layout_codec import layout_for
+from tests.kio_entities import kio_fields, kio_named
 from tests.kio_strategies import message_strategy
 from tests.kio_support import (
     encode_body,
@@ -35,47 +33,6 @@ from tests.kio_support import (
     kio_message_class,
     kio_versions,
 )
-
-_KIO_KINDS = {
-    kio_types.TopicName: TOPIC,
-    kio_types.GroupId: GROUP,
-    kio_types.TransactionalId: TRANSACTIONAL_ID,
-}
-
-
-def kio_fields(value: Any) -> list[tuple[Any, Any]]:
-    """Every (dataclass field, value) of a kio message, nested structs and arrays
-    included, in field order."""
-    found: list[tuple[Any, Any]] = []
-    for field in dataclasses.fields(value):
-        item = getattr(value, field.name)
-        found.append((field, item))
-        for element in item if isinstance(item, tuple) else (item,):
-            if dataclasses.is_dataclass(element):
-                found.extend(kio_fields(element))
-    return found
-
-
-def kio_named(value: Any) -> list[tuple[str, str]]:
-    """The entities a kio message names, by the kio type of each field."""
-    found: list[tuple[str, str]] = []
-    for field, item in kio_fields(value):
-        kind = _kind_of(field.type)
-        if kind is not None:
-            names = item if isinstance(item, tuple) else (item,)
-            found.extend((kind, name) for name in names if name)
-    return found
-
-
-def _kind_of(tp: Any) -> str | None:
-    for arg in (tp, *typing.get_args(tp)):
-        kind = _KIO_KINDS.get(arg)
-        if kind is not None:
-            return kind
-        for inner in typing.get_args(arg):
-            if inner in _KIO_KINDS:
-                return _KIO_KINDS[inner]
-    return None
 
 
 def _pairs(kind: str) -> list[tuple[int, int]]:

@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v9 import request as produce
-from kio.schema.produce.v9 import response as produced
 
 from kproxy.config.authorization import AuthorizationSettings
 from kproxy.session import ProxySession, SessionLimits
@@ -27,9 +25,9 @@ from tests.kio_support import (
     decode_response_frame,
     encode_request_frame,
     encode_response_frame,
-    fetch_from_start,
 )
 from tests.session.frames import address_map, client, joined, upstream
+from tests.session.produce_frames import fetch_by_id, produce_errors, produce_to, produced_by
 
 ZERO = datetime.timedelta(0)
 RULES: dict[str, Any] = {
@@ -51,44 +49,6 @@ def ruled_session(rules: dict[str, Any] = RULES) -> tuple[ProxySession, ApiPolic
     mapping = address_map(open_nodes=(1,))
     session = ProxySession(mapping, SessionLimits(1 << 20, 100), CLIENT_REFUSED_APIS, policy)
     return session, policy
-
-
-def produce_to(corr: int, *topics: str) -> bytes:
-    msg = produce.ProduceRequest(
-        transactional_id=None,
-        acks=1,
-        timeout=datetime.timedelta(seconds=1),
-        topic_data=tuple(
-            produce.TopicProduceData(
-                name=t, partition_data=(produce.PartitionProduceData(index=0, records=None),)
-            )
-            for t in topics
-        ),
-    )
-    return encode_request_frame(msg, corr, "app")
-
-
-def produced_by(corr: int, *topics: str) -> bytes:
-    partition = produced.PartitionProduceResponse(
-        index=0,
-        error_code=ErrorCode.none,
-        base_offset=7,
-        log_append_time=None,
-        log_start_offset=0,
-        record_errors=(),
-    )
-    msg = produced.ProduceResponse(
-        responses=tuple(
-            produced.TopicProduceResponse(name=t, partition_responses=(partition,)) for t in topics
-        ),
-        throttle_time=ZERO,
-    )
-    return encode_response_frame(msg, corr)
-
-
-def produce_errors(frame: bytes) -> list[tuple[str, int]]:
-    _, msg = decode_response_frame(produced.ProduceResponse, frame)
-    return [(t.name, p.error_code.value) for t in msg.responses for p in t.partition_responses]
 
 
 def test_a_split_produce_goes_on_allowed_and_merges_the_refused_errors() -> None:
@@ -177,26 +137,6 @@ def test_metadata_for_all_topics_leaves_out_what_the_caller_may_not_describe() -
     assert [b.host for b in seen.brokers] != ["b1.internal"]  # rewritten as ever
     # Every topic id the broker named is learned, described or not.
     assert policy.topic_names.name_of(ids["payments"].bytes) == "payments"
-
-
-def fetch_by_id(corr: int, *topic_ids: uuid.UUID) -> bytes:
-    from kio.schema.fetch.v13 import request as fetch
-
-    partition = fetch_from_start(fetch)
-    msg = fetch.FetchRequest(
-        cluster_id=None,
-        replica_id=-1,
-        max_wait=ZERO,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=tuple(fetch.FetchTopic(topic_id=t, partitions=(partition,)) for t in topic_ids),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-    return encode_request_frame(msg, corr, "app")
 
 
 def test_a_fetch_by_topic_id_is_checked_by_the_name_metadata_gave_it() -> None:
