@@ -65,6 +65,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "workload does (with --baseline HEAD: what the rules cost)",
     )
     p.add_argument(
+        "--tenancy",
+        action="store_true",
+        help="put this tree's kproxy's clients in a tenant (every name prefixed and "
+        "unprefixed; with --baseline HEAD: what tenancy costs)",
+    )
+    p.add_argument(
         "--compile-baseline",
         action="store_true",
         help="build the baseline checkout with mypyc (KPROXY_COMPILE=1, setup.py): "
@@ -108,6 +114,20 @@ TWENTY_RULES: Final = {
         }
     }
 }
+
+
+# One tenant that takes every connection (bench ab --tenancy): every name the
+# workload's clients send is prefixed, every name answered unprefixed.
+ONE_TENANT: Final = {"listeners": {"tenancy": {"tenants": [{"name": "bench"}]}}}
+
+
+def _sections(*chosen: tuple[dict[str, Any], bool]) -> dict[str, Any]:
+    """The configuration sections of the options chosen, merged section by section."""
+    merged: dict[str, Any] = {}
+    for sections, on in chosen:
+        for name, values in sections.items() if on else ():
+            merged.setdefault(name, {}).update(values)
+    return merged
 
 
 def compiled_path(loop: str) -> str:
@@ -160,10 +180,12 @@ def main_ab(args: argparse.Namespace) -> int:
             out_md=None,
             baseline_source=baseline,
             baseline_loop=loop,
-            kproxy_config={
-                **(UNREACHED_QUOTA if args.quota else {}),
-                **(TWENTY_RULES if args.authorization else {}),
-            },
+            kproxy_config=_sections(
+                (UNREACHED_QUOTA, args.quota),
+                (TWENTY_RULES, args.authorization),
+                (ONE_TENANT, args.tenancy),
+            ),
+            tenant_prefix="bench." if args.tenancy else "",
         )
         if args.paired:
             from bench.paired import PairedHarness

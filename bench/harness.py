@@ -43,6 +43,7 @@ from bench.upstreams import (
     PATH_DESCRIPTIONS,
     ProxyProcess,
     Upstream,
+    filled_topics,
     prefill,
 )
 
@@ -254,10 +255,11 @@ class Harness:
                     self._restart_proxies(up, proxies, kproxies)
                 if wl.kind in CONSUMING and (r == 0 or not persistent):
                     for side in up.sides():
-                        up.create_topic(shared_topic, 1, side)
-                        prefill(up.fill_bootstrap(side), shared_topic, wl.params["count"],
-                                wl.params["size"],
-                                client_config=wl.params.get("fill_config"))  # fmt: skip
+                        for topic in filled_topics(shared_topic, side, self.opts.tenant_prefix):
+                            up.create_topic(topic, 1, side)
+                            prefill(up.fill_bootstrap(side), topic, wl.params["count"],
+                                    wl.params["size"],
+                                    client_config=wl.params.get("fill_config"))  # fmt: skip
                         if persistent:
                             break  # one broker behind both sides
                 if r == 0 and up.warms_up:

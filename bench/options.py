@@ -28,6 +28,9 @@ class Options:
     # Sections added to the configuration of this tree's kproxy paths, not the
     # baseline's (bench ab --quota: a quota no client reaches).
     kproxy_config: dict[str, Any] = field(default_factory=dict)
+    # The prefix this tree's kproxy puts before its clients' topics (bench ab --tenancy):
+    # a consuming workload's topic is filled under it too.
+    tenant_prefix: str = ""
     scale: float = 1.0
     out_json: Path = BENCH / "results.json"
     out_md: Path | None = BENCH / "RESULTS.md"

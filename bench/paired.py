@@ -33,7 +33,7 @@ from bench.options import Options
 from bench.paired_workloads import WARMUP
 from bench.proxy_meter import ProxyMeter
 from bench.steal import StealMeter
-from bench.upstreams import FORWARDING_PATHS, Upstream, prefill
+from bench.upstreams import FORWARDING_PATHS, Upstream, filled_topics, prefill
 
 #: ``--paired`` without a number: each kind's turns a path a round. Latency round trips
 #: are cheap to switch between and their median held within +-0.01 of direct's at 200
@@ -109,9 +109,11 @@ class PairedHarness(Harness):
         shared_topic = f"{wl.name}-data"
         if wl.kind == "consume" and (r == 0 or up.name == "tansu"):
             for side in up.sides():
-                up.create_topic(shared_topic, 1, side)
-                prefill(up.fill_bootstrap(side), shared_topic, wl.params["count"] + WARMUP,
-                        wl.params["size"], client_config=wl.params.get("fill_config"))  # fmt: skip
+                for topic in filled_topics(shared_topic, side, self.opts.tenant_prefix):
+                    up.create_topic(topic, 1, side)
+                    prefill(up.fill_bootstrap(side), topic, wl.params["count"] + WARMUP,
+                            wl.params["size"],
+                            client_config=wl.params.get("fill_config"))  # fmt: skip
                 if up.name != "tansu":
                     break  # one broker behind every side
         records: list[dict[str, Any]] = []

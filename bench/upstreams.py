@@ -56,6 +56,18 @@ PATH_DESCRIPTIONS = {
 
 MAIN = "main"
 HAPROXY_SIDE = "haproxy"
+
+
+def filled_topics(topic: str, side: str, tenant_prefix: str) -> list[str]:
+    """The topics a consuming workload fills on `side`: its own, and on a broker behind
+    this tree's kproxy (the main one, or on Tansu its own), the same under the prefix
+    of a tenant (bench ab --tenancy)."""
+    tree_kproxy = side.startswith("kproxy-") and side != "kproxy-base"
+    if tenant_prefix and (side == MAIN or tree_kproxy):
+        return [topic, tenant_prefix + topic]
+    return [topic]
+
+
 #: The paths that forward without parsing: each needs a side whose brokers advertise it.
 FORWARDING_PATHS = (HAPROXY_SIDE,)
 
