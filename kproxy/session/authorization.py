@@ -69,13 +69,9 @@ class Rule:
 
     def __init__(self, settings: Any) -> None:
         self.allow: bool = settings.effect == "allow"
-        self.principals = _matcher(settings.principals)
-        self.client_ids = _matcher(settings.client_ids)
-        self.addresses: tuple[Network, ...] | None = (
-            None
-            if settings.addresses is None
-            else tuple(ipaddress.ip_network(a) for a in settings.addresses)
-        )
+        self.principals = matcher(settings.principals)
+        self.client_ids = matcher(settings.client_ids)
+        self.addresses = networks(settings.addresses)
         self.apis: frozenset[int] | None = (
             None if settings.apis is None else frozenset(_KEYS_BY_NAME[a] for a in settings.apis)
         )
@@ -105,8 +101,22 @@ class Rule:
         return True
 
 
-def _matcher(patterns: tuple[str, ...] | None) -> NameMatcher | None:
+def matcher(patterns: tuple[str, ...] | None) -> NameMatcher | None:
+    """The patterns of a setting, compiled (None: the setting is absent, any matches)."""
     return None if patterns is None else NameMatcher(patterns)
+
+
+def networks(addresses: tuple[str, ...] | None) -> tuple[Network, ...] | None:
+    """The networks of a setting, parsed (None: absent, any address matches)."""
+    return None if addresses is None else tuple(ipaddress.ip_network(a) for a in addresses)
+
+
+def address_of(host: str | None) -> Any:
+    """A client's address as networks are matched against (None: not an IP address)."""
+    try:
+        return None if host is None else ipaddress.ip_address(host)
+    except ValueError:
+        return None
 
 
 class Authorizer:
@@ -128,11 +138,7 @@ class Authorizer:
         return frozenset(key for rule in self.rules if rule.apis is not None for key in rule.apis)
 
     def scope(self, principal: str, host: str | None, client_id: str | None) -> Scope:
-        try:
-            address = None if host is None else ipaddress.ip_address(host)
-        except ValueError:
-            address = None
-        who = client_id or ""
+        address, who = address_of(host), client_id or ""
         return Scope(self, tuple(r for r in self.rules if r.applies_to(principal, address, who)))
 
 

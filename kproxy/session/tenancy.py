@@ -15,7 +15,6 @@ are refused to tenants. Record batches are never touched.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any, Final, NamedTuple
 
 from kproxy.protocol.apis import api_name, is_flexible
@@ -25,7 +24,7 @@ from kproxy.protocol.layout_codec import Layout, LayoutWriter, Value
 from kproxy.protocol.refusal import CLUSTER_AUTHORIZATION_FAILED, CONFIG_RESOURCE_APIS
 from kproxy.protocol.renaming import MESSAGE, REGEX, rename, tenant_regex, topic_regex
 from kproxy.session.audit import READ_LIMIT, read_request
-from kproxy.session.authorization import NameMatcher, Network, Scope
+from kproxy.session.authorization import Scope, address_of, matcher, networks
 
 # What a tenant may call: its data, its groups, its transactions, its topics' admin.
 TENANT_APIS: Final = frozenset(
@@ -64,13 +63,9 @@ class Tenant:
     def __init__(self, settings: Any) -> None:
         self.name: str = settings.name
         self.prefix: str = settings.names_prefix
-        self.principals = _matcher(settings.principals)
-        self.server_names = _matcher(settings.server_names)
-        self.addresses: tuple[Network, ...] | None = (
-            None
-            if settings.addresses is None
-            else tuple(ipaddress.ip_network(a) for a in settings.addresses)
-        )
+        self.principals = matcher(settings.principals)
+        self.server_names = matcher(settings.server_names)
+        self.addresses = networks(settings.addresses)
         self.listeners: frozenset[str] | None = (
             None if settings.listeners is None else frozenset(settings.listeners)
         )
@@ -118,10 +113,6 @@ class Tenant:
         return None
 
 
-def _matcher(patterns: tuple[str, ...] | None) -> NameMatcher | None:
-    return None if patterns is None else NameMatcher(patterns)
-
-
 class Tenancy:
     """One listener's tenants, in order; shared by its sessions, replaced by a reload."""
 
@@ -140,10 +131,7 @@ class Tenancy:
         self, principal: str, host: str | None, server_name: str | None, listener: str
     ) -> Tenant | None:
         """The first tenant that matches a connection (None: none does)."""
-        try:
-            address = None if host is None else ipaddress.ip_address(host)
-        except ValueError:
-            address = None
+        address = address_of(host)
         for tenant in self.tenants:
             if tenant.matches(principal, address, server_name, listener):
                 return tenant
