@@ -1,6 +1,7 @@
 """Two tenants through one kproxy in front of one real Apache Kafka 4.x: each runs the
 same client code with the same topic, group and transactional id names (an
-AdminClient, a transactional producer, a classic consumer group and a KIP-848 one),
+AdminClient, a transactional producer, a classic consumer group and a KIP-848 one, each
+rebalanced by a second member),
 sees only its own, under the names it used, while the cluster holds the prefixed
 names; and neither reaches the other's, not by guessing the prefixed name either.
 Kafka's Java clients run an exactly-once pipeline per tenant in a KIP-848 group
@@ -80,8 +81,9 @@ def same_code(bootstrap: str, caller: Caller) -> dict[str, Any]:
     settings = {"bootstrap.servers": bootstrap, **caller.confluent}
     admin = AdminClient(settings)
     seen: dict[str, Any] = {}
-    created = admin.create_topics([NewTopic("orders", 1, 1)])["orders"].exception(60)
-    seen["create"] = None if created is None else created.args[0].code()
+    created = admin.create_topics([NewTopic("orders", 1, 1), NewTopic("pairs", 2, 1)])
+    errors = [future.exception(60) for future in created.values()]
+    seen["create"] = [None if e is None else e.args[0].code() for e in errors]
     producer = Producer({**settings, "transactional.id": "checkout"})
     producer.init_transactions(60)
     producer.begin_transaction()
@@ -110,11 +112,35 @@ def same_code(bootstrap: str, caller: Caller) -> dict[str, Any]:
         finally:
             consumer.close()
         seen[f"consumed {protocol}"] = values
+    for protocol in ("classic", "consumer"):
+        seen[f"rebalanced {protocol}"] = rebalanced(settings, protocol)
     listed = admin.list_topics(timeout=30).topics
     seen["topics"] = sorted(t for t in listed if not t.startswith("__"))
     groups = admin.list_consumer_groups().result(30)
     seen["groups"] = sorted(g.group_id for g in groups.valid)
     return seen
+
+
+def rebalanced(settings: dict[str, Any], protocol: str) -> list[int]:
+    """Two members of one group on the two partitions of "pairs": the partitions each
+    holds once the second member's join has rebalanced the group."""
+    from confluent_kafka import Consumer
+
+    group = {**settings, "group.id": f"pair-{protocol}", "group.protocol": protocol}
+    members = [Consumer(group) for _ in range(2)]
+    held = [0, 0]
+    try:
+        for member in members:
+            member.subscribe(["pairs"])
+        deadline = time.monotonic() + 60
+        while held != [1, 1] and time.monotonic() < deadline:
+            for member in members:
+                member.poll(0.2)
+            held = [len(member.assignment()) for member in members]
+    finally:
+        for member in members:
+            member.close()
+    return held
 
 
 def java_probe(kafka: KafkaCluster, bootstrap: str, caller: Caller, tmp: Path) -> dict[str, str]:
@@ -136,14 +162,16 @@ def test_two_tenants_run_the_same_code_and_see_only_their_own(
         caller = tenant(certs, user)
         seen = same_code(kproxy.bootstrap, caller)
         assert seen == {
-            "create": None,
+            "create": [None, None],
+            "rebalanced classic": [1, 1],
+            "rebalanced consumer": [1, 1],
             "consumed classic": [f"{user}-{i}" for i in range(3)],
             "consumed consumer": [f"{user}-{i}" for i in range(3)],
-            "topics": ["orders"],
-            "groups": ["billing-classic", "billing-consumer"],
+            "topics": ["orders", "pairs"],
+            "groups": ["billing-classic", "billing-consumer", "pair-classic", "pair-consumer"],
         }, user
         java = java_probe(kafka, kproxy.bootstrap, caller, tmp_path)
-        assert java["topics"] == "orders,payments"
+        assert java["topics"] == "orders,pairs,payments"
         assert java["committed"] == "3"  # the exactly-once pipeline's offsets, its own
         assert java["payments"] == ",".join(f"paid-{user}-{i}" for i in range(3))
         groups = java["groups"].split(",")
@@ -153,19 +181,21 @@ def test_two_tenants_run_the_same_code_and_see_only_their_own(
     for name in ("team-a", "team-b"):
         assert kproxy.metric("kproxy_tenant_requests_total", tenant=name, api="Produce") > 0
 
-    def created() -> set[tuple[str, tuple[str, ...]]]:
+    def created() -> set[tuple[str, str]]:
         return {
-            (line["tenant"], tuple(line["resources"]))
+            (line["tenant"], resource)
             for line in read_lines(kproxy.tmp / "events")
             if line["type"] == "audit" and line["api"] == "CreateTopics"
+            for resource in line["resources"]
         }
 
-    wanted = {(f"team-{t}", (f"topic:team-{t}.{n}",)) for t in "ab" for n in ("orders", "payments")}
+    names = ("orders", "pairs", "payments")
+    wanted = {(f"team-{t}", f"topic:team-{t}.{n}") for t in "ab" for n in names}
     wait_until(lambda: created() >= wanted, 30, what="the tenants' CreateTopics audit records")
     # The cluster holds each tenant's names under its prefix.
     admin = AdminClient({"bootstrap.servers": kafka.internal_bootstrap})
     topics = sorted(t for t in admin.list_topics(timeout=30).topics if not t.startswith("__"))
-    assert topics == [f"team-{t}.{n}" for t in "ab" for n in ("orders", "payments")]
+    assert topics == [f"team-{t}.{n}" for t in "ab" for n in ("orders", "pairs", "payments")]
     groups = {g.group_id for g in admin.list_consumer_groups().result(30).valid}
     assert {f"team-{t}.{g}" for t in "ab" for g in ("billing-classic", "eos-java")} <= groups
     assert all(g.startswith(("team-a.", "team-b.")) for g in groups)
