@@ -37,12 +37,17 @@ def renames(api_key: int, is_request: bool, version: int) -> bool:
     return layout is not None and _names(api_key, layout)
 
 
+# A config resource that is a topic's: whether a ResourceName field may name anything
+# is asked of the layout alone, with no value to read the type from.
+_A_TOPICS_CONFIG: Final = {"ResourceType": next(iter(CONFIG_KINDS))}
+
+
 def _names(api_key: int, layout: Layout) -> bool:
     for name, _typ, _nullable, _default, entity, _key, sub in layout[0]:
         if sub is not None:
             if _names(api_key, sub):
                 return True
-        elif _kind(api_key, name, entity, {"ResourceType": next(iter(CONFIG_KINDS))}):
+        elif _kind(api_key, name, entity, _A_TOPICS_CONFIG):
             return True
     return False
 

@@ -96,9 +96,7 @@ class Rule:
             return False
         if self.client_ids is not None and not self.client_ids.matches(client_id):
             return False
-        if self.addresses is not None:
-            return address is not None and any(address in net for net in self.addresses)
-        return True
+        return within(address, self.addresses)
 
 
 def matcher(patterns: tuple[str, ...] | None) -> NameMatcher | None:
@@ -109,6 +107,14 @@ def matcher(patterns: tuple[str, ...] | None) -> NameMatcher | None:
 def networks(addresses: tuple[str, ...] | None) -> tuple[Network, ...] | None:
     """The networks of a setting, parsed (None: absent, any address matches)."""
     return None if addresses is None else tuple(ipaddress.ip_network(a) for a in addresses)
+
+
+def within(address: Any, allowed: tuple[Network, ...] | None) -> bool:
+    """Whether a client's address (`address_of`) is in one of the networks of a setting
+    (None: absent, any address is)."""
+    if allowed is None:
+        return True
+    return address is not None and any(address in net for net in allowed)
 
 
 def address_of(host: str | None) -> Any:

@@ -18,13 +18,13 @@ from __future__ import annotations
 from typing import Any, Final, NamedTuple
 
 from kproxy.protocol.apis import api_name, is_flexible
-from kproxy.protocol.entities import TOPIC
+from kproxy.protocol.entities import CONFIG_KINDS, TOPIC
 from kproxy.protocol.headers import RequestHeader
 from kproxy.protocol.layout_codec import Layout, LayoutWriter, Value
 from kproxy.protocol.refusal import CLUSTER_AUTHORIZATION_FAILED, CONFIG_RESOURCE_APIS
 from kproxy.protocol.renaming import MESSAGE, REGEX, rename, tenant_regex, topic_regex
 from kproxy.session.audit import READ_LIMIT, read_request
-from kproxy.session.authorization import Scope, address_of, matcher, networks
+from kproxy.session.authorization import Scope, address_of, matcher, networks, within
 
 # What a tenant may call: its data, its groups, its transactions, its topics' admin.
 TENANT_APIS: Final = frozenset(
@@ -41,7 +41,6 @@ MAX_TOPIC_NAME: Final = 249
 MAX_STRING: Final = 32767
 INVALID_TOPIC_EXCEPTION: Final = 17
 INVALID_REQUEST: Final = 42
-_TENANT_CONFIG_TYPES: Final = frozenset((2, 32))  # ConfigResource.Type TOPIC, GROUP
 
 
 class TenantRefusal(Exception):
@@ -79,9 +78,7 @@ class Tenant:
             server_name is not None and self.server_names.matches(server_name.lower())
         ):
             return False
-        if self.addresses is not None:
-            return address is not None and any(address in net for net in self.addresses)
-        return True
+        return within(address, self.addresses)
 
     def to_cluster(self, kind: str, name: str) -> str:
         """A name the tenant sent, as the cluster knows it."""
@@ -194,7 +191,7 @@ def to_cluster(tenant: Tenant, hdr: RequestHeader, frame: memoryview) -> Renamed
 
 def _own_configs_only(hdr: RequestHeader, value: Value) -> None:
     for resource in value.get("Resources") or ():
-        if resource.get("ResourceType") not in _TENANT_CONFIG_TYPES:
+        if resource.get("ResourceType") not in CONFIG_KINDS:  # a topic's or a group's
             raise TenantRefusal(
                 f"{api_name(hdr.api_key)} of a config resource of type "
                 f"{resource.get('ResourceType')}: only topics' and groups' are a tenant's",
