@@ -1,6 +1,5 @@
 """The load generators of a benchmark run, each in a process of its own
-(``bench.workloads``, ``bench.paired_workloads``), and what one
-run of a workload sets going around them."""
+(``bench.clients``), and what one run of a workload sets going around them."""
 
 from __future__ import annotations
 
@@ -18,11 +17,13 @@ from bench.procfs import memory_kb
 def generator(
     kind: str, bootstrap: str, topic: str, run_timeout: float, **opts: Any
 ) -> dict[str, Any]:
-    """``python -m bench.workloads kind`` with ``opts`` as its options: its JSON result."""
-    argv = ["--bootstrap", bootstrap, "--topic", topic]
+    """``python -m bench.clients kind`` on one path with ``opts`` as its options: its
+    JSON result."""
+    argv = ["--targets", json.dumps([["run", bootstrap, topic]])]
     for key, value in opts.items():
         argv += [f"--{key.replace('_', '-')}", str(value)]
-    return run_generator("bench.workloads", kind, argv, run_timeout)
+    result: dict[str, Any] = run_generator("bench.clients", kind, argv, run_timeout)["run"]
+    return result
 
 
 def run_generator(
@@ -55,14 +56,14 @@ def generate(
     p = wl.params
     if wl.kind == "produce":
         return generator("produce", bootstrap, topic, timeout, size=p["size"],
-                          count=p["count"], acks=p["acks"], partition=0)  # fmt: skip
+                          count=p["count"], acks=p["acks"])  # fmt: skip
     if wl.kind == "consume":
         return generator("consume", bootstrap, topic, timeout, count=p["count"],
                           timeout=timeout - 10,
                           client_config=json.dumps(p.get("client_config", {})))  # fmt: skip
     if wl.kind == "latency":
         return generator("latency", bootstrap, topic, timeout, size=p["size"],
-                          count=p["count"], acks=p["acks"], partition=0, warmup=50)  # fmt: skip
+                          count=p["count"], acks=p["acks"])  # fmt: skip
     if wl.kind == "connections":
         return _connections(wl, bootstrap, topic, pid, timeout)
     raise ValueError(f"unknown workload kind {wl.kind}")
@@ -72,8 +73,8 @@ def _connections(
     wl: Workload, bootstrap: str, topic: str, pid: int | None, timeout: float
 ) -> dict[str, Any]:
     p = wl.params
-    argv = [sys.executable, "-m", "bench.workloads", "idle", "--bootstrap", bootstrap,
-            "--topic", topic, "--count", str(p["idle"]), "--timeout", "120"]  # fmt: skip
+    argv = [sys.executable, "-m", "bench.clients", "idle", "--count", str(p["idle"]),
+            "--targets", json.dumps([["idle", bootstrap, topic]]), "--timeout", "120"]  # fmt: skip
     holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env_with_path(),
                               cwd=REPO)  # fmt: skip
@@ -86,7 +87,7 @@ def _connections(
         time.sleep(1.0)  # let allocations settle before reading RSS
         rss_idle = memory_kb(pid).get("VmRSS", 0) if pid is not None else 0
         result = generator("produce", bootstrap, topic, timeout, size=p["size"],
-                            count=p["count"], acks=p["acks"], partition=0)  # fmt: skip
+                            count=p["count"], acks=p["acks"])  # fmt: skip
         # Closing its stdin (communicate does) tells the holder to report and exit.
         out, _ = holder.communicate(input="", timeout=60)
         held = json.loads(out.strip().splitlines()[-1])

@@ -27,6 +27,7 @@ from typing import Any
 
 from bench.builds import compiled_copy
 from bench.catalog import UPSTREAM_ORDER, UPSTREAM_TITLES, Workload, workloads
+from bench.clients import WARMUP
 from bench.generate import generate, one_line
 from bench.kafka_upstream import KafkaUpstream
 from bench.machine import machine_info, raise_fd_limit, software_versions
@@ -254,14 +255,7 @@ class Harness:
                     kproxies = [p for p in proxies if p.startswith("kproxy-")]
                     self._restart_proxies(up, proxies, kproxies)
                 if wl.kind in CONSUMING and (r == 0 or not persistent):
-                    for side in up.sides():
-                        for topic in filled_topics(shared_topic, side, self.opts.tenant_prefix):
-                            up.create_topic(topic, 1, side)
-                            prefill(up.fill_bootstrap(side), topic, wl.params["count"],
-                                    wl.params["size"],
-                                    client_config=wl.params.get("fill_config"))  # fmt: skip
-                        if persistent:
-                            break  # one broker behind both sides
+                    self.fill(wl, up, shared_topic)
                 if r == 0 and up.warms_up:
                     self._warm_up(wl, up, shared_topic)
             except Exception as exc:
@@ -316,6 +310,17 @@ class Harness:
                 shown = f"{value:,.2f} {primary.unit}" if value is not None else record["error"]
                 self.log(f"{self.done_runs}/{self.total_runs} {wl.name} r{r} {path}: "
                          f"{shown}{ratio}")  # fmt: skip
+
+    def fill(self, wl: Workload, up: Upstream, topic: str) -> None:
+        """Fill the topic a consuming workload reads on every side of the upstream (one
+        broker behind every side of Apache Kafka): its count and the client's warm-up."""
+        for side in up.sides():
+            for name in filled_topics(topic, side, self.opts.tenant_prefix):
+                up.create_topic(name, 1, side)
+                prefill(up.fill_bootstrap(side), name, wl.params["count"] + WARMUP,
+                        wl.params["size"], client_config=wl.params.get("fill_config"))  # fmt: skip
+            if up.name != "tansu":
+                break
 
     def _warm_up(self, wl: Workload, up: Upstream, shared_topic: str) -> None:
         """One untimed run of ``wl`` on the direct path, before its first round (see

@@ -5,7 +5,7 @@ between one path and the next the machine's neighbours change its speed, and a r
 ratio to direct swings by more than the targets are wide. A paired round starts every
 path (as a round of `bench.harness` does, fresh kproxy processes included), then runs one
 client process that holds a client per path and gives them N turns each, the order
-changed at every turn (`bench.paired_workloads.turn_order`): a slow spell then falls on
+changed at every turn (`bench.clients.turn_order`): a slow spell then falls on
 all paths alike. Each path's figures are read from its share of the turns, its proxy's CPU from
 /proc over the whole round (a proxy does nothing while another path has the turn), and
 the round is recorded in the shape `bench.harness` records it, so that the summary, the
@@ -30,10 +30,9 @@ from bench.catalog import Workload
 from bench.generate import one_line, run_generator
 from bench.harness import Harness
 from bench.options import Options
-from bench.paired_workloads import WARMUP
 from bench.proxy_meter import ProxyMeter
 from bench.steal import StealMeter
-from bench.upstreams import FORWARDING_PATHS, Upstream, filled_topics, prefill
+from bench.upstreams import FORWARDING_PATHS, Upstream
 
 #: ``--paired`` without a number: each kind's turns a path a round. Latency round trips
 #: are cheap to switch between and their median held within +-0.01 of direct's at 200
@@ -108,14 +107,7 @@ class PairedHarness(Harness):
         self._restart_proxies(up, proxies, [p for p in proxies if p.startswith("kproxy-")])
         shared_topic = f"{wl.name}-data"
         if wl.kind == "consume" and (r == 0 or up.name == "tansu"):
-            for side in up.sides():
-                for topic in filled_topics(shared_topic, side, self.opts.tenant_prefix):
-                    up.create_topic(topic, 1, side)
-                    prefill(up.fill_bootstrap(side), topic, wl.params["count"] + WARMUP,
-                            wl.params["size"],
-                            client_config=wl.params.get("fill_config"))  # fmt: skip
-                if up.name != "tansu":
-                    break  # one broker behind every side
+            self.fill(wl, up, shared_topic)
         records: list[dict[str, Any]] = []
         targets: list[list[str]] = []
         for path in self.paths:
@@ -156,4 +148,4 @@ class PairedHarness(Harness):
                 "--client-config", json.dumps(p.get("client_config", {}))]  # fmt: skip
         # Every path's share of a round within the timeout a round of bench.harness gives one.
         timeout = self.opts.run_timeout * len(targets)
-        return run_generator("bench.paired_workloads", wl.kind, argv, timeout, f"paired {wl.kind}")
+        return run_generator("bench.clients", wl.kind, argv, timeout, f"paired {wl.kind}")

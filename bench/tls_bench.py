@@ -12,7 +12,7 @@ TLS with its own certificate and originates TLS to the broker, verifying the bro
 ``kroxylicious``  Kroxylicious pass-through, TLS gateway and TLS target cluster
 ``kproxy``        kproxy on uvloop, `listeners.tls` and `cluster.tls`
 
-Workloads (bench/workloads.py, confluent-kafka with `security.protocol=SSL` and the
+Workloads (bench/clients.py, confluent-kafka with `security.protocol=SSL` and the
 name checked): produce 1 KiB records (acks=1), consume 1 KiB records from a pre-filled
 topic, and one small produce at a time for latency. Rounds interleave the paths, each
 round starting with the next path; every figure is reported per path as the median
@@ -29,12 +29,13 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.clients import WARMUP
+from bench.generate import generator
 from bench.kproxy_peer import KproxyPeer
 from bench.kroxylicious_peer import KroxyliciousPeer, KroxyliciousTls
 from bench.machine import kproxy_revision
@@ -138,25 +139,13 @@ def start_path(path: str, kc: TlsCluster, work: Path) -> Any:
 
 
 def workload(kind: str, bootstrap: str, topic: str, ca: Path, **opts: Any) -> Any:
-    """One bench.workloads run over TLS, trusting `ca` and checking the name."""
+    """One `bench.clients` run over TLS, trusting `ca` and checking the name."""
     client = {
         "security.protocol": "SSL",
         "ssl.ca.location": str(ca),
         "ssl.endpoint.identification.algorithm": "https",
     }
-    argv = [
-        sys.executable, "-m", "bench.workloads", kind, "--bootstrap", bootstrap,
-        "--topic", topic, "--client-config", json.dumps(client),
-    ]  # fmt: skip
-    for key, value in opts.items():
-        argv += [f"--{key.replace('_', '-')}", str(value)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    run = subprocess.run(
-        argv, capture_output=True, text=True, timeout=600, env=env, cwd=REPO, check=False
-    )
-    if run.returncode != 0:
-        raise RuntimeError(f"{kind} via {bootstrap} failed: {run.stderr.strip()[-600:]}")
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return generator(kind, bootstrap, topic, 600, client_config=json.dumps(client), **opts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,7 +200,7 @@ def measure(
             kc.cluster.create_topic(consume_topic, 1, 1)
             workload(
                 "produce", kc.direct_bootstrap, consume_topic, certs.cluster_ca_file,
-                size=SIZE, count=produce_count, acks=1, partition=0, warmup=0,
+                size=SIZE, count=produce_count + WARMUP, acks=1, warmup=0,
             )  # fmt: skip
             for r in range(rounds):
                 # A different path first each round: none always meets a cold broker.
@@ -248,8 +237,8 @@ def one_round(
     kc.cluster.create_topic(topic, 1, 1)
     out = []
     for kind, opts in (
-        ("produce", {"size": SIZE, "count": produce_count, "acks": 1, "partition": 0}),
-        ("consume", {"size": SIZE, "count": produce_count, "partition": 0}),
+        ("produce", {"size": SIZE, "count": produce_count, "acks": 1}),
+        ("consume", {"size": SIZE, "count": produce_count}),
         ("latency", {"size": 100, "count": latency_count, "acks": 1}),
     ):
         target = consume_topic if kind == "consume" else topic

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from bench.generate import generator
 from bench.kproxy_peer import KproxyPeer
 from bench.kroxylicious_peer import KroxyliciousPeer
-from bench.peers import REPO, HaproxyPeer, Unavailable, env_with_path
+from bench.peers import HaproxyPeer, Unavailable
 from bench.results_file import COMPILED_PATHS, KPROXY_PATHS
 
 #: Every path, in run order within a round.
@@ -98,13 +97,8 @@ def prefill(
 ) -> None:
     """Write ``count`` messages of ``size`` bytes to ``topic`` (partition 0), not timed,
     by a producer with these further librdkafka settings."""
-    argv = [sys.executable, "-m", "bench.workloads", "produce", "--bootstrap", bootstrap,
-            "--topic", topic, "--size", str(size), "--count", str(count), "--partition", "0",
-            "--warmup", "0", "--client-config", json.dumps(client_config or {})]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env=env_with_path(), cwd=REPO, check=False)  # fmt: skip
-    if proc.returncode != 0:
-        raise RuntimeError(f"prefill of {topic} failed: {proc.stderr.strip()[-400:]}")
+    generator("produce", bootstrap, topic, timeout, size=size, count=count, warmup=0,
+              client_config=json.dumps(client_config or {}))  # fmt: skip
 
 
 class Upstream:

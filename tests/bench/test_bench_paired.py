@@ -17,8 +17,8 @@ import bench.catalog
 import bench.harness
 from bench.ab import add_arguments, main_ab
 from bench.catalog import workloads
+from bench.clients import _each_turn, turn_order
 from bench.paired import pairable
-from bench.paired_workloads import _each_turn, turn_order
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8])

@@ -3,7 +3,7 @@ message has no rate, not a rate of 0 (which would read as a path that moved noth
 
 from __future__ import annotations
 
-from bench.workloads import steady_rate
+from bench.clients import steady_rate
 
 
 def test_the_rate_is_what_was_moved_after_the_first_batch_over_its_time() -> None:

@@ -1,4 +1,4 @@
-"""Paired benchmark rounds (`bench.paired`, `bench.paired_workloads`) against a real
+"""Paired benchmark rounds (`bench.paired`, `bench.clients`) against a real
 Tansu broker: every path's client does exactly its count, in the turns asked for; a
 consumer's turn reads on from where its last turn paused, never a message twice or one
 skipped; a proxy path on Tansu writes to a broker of its own, which holds its path's
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import bench.harness
+from bench.clients import WARMUP, build_parser, consume, latency, produce
 from bench.harness import Options
 from bench.paired import PairedHarness
-from bench.paired_workloads import WARMUP, build_parser, consume, latency, produce
 from bench.tansu_upstream import TansuUpstream
 from bench.upstreams import MAIN
 from tests.peers.tansu import TansuBroker

@@ -1,35 +1,45 @@
-"""Paired load generators: every path's client in one process, the paths taking turns in
-short segments (``python -m bench.paired_workloads KIND ...``, run by `bench.paired`).
+"""The benchmark's load generators, run in a process of their own so that the client's
+CPU is not the harness's and no client state leaks from one run to the next:
+``python -m bench.clients KIND --targets '[[path, bootstrap, topic], ...]' ...``.
 
-A round of `bench.harness` measures each path for seconds, one after another, and the
-machine's neighbours change its speed from one minute to the next: a path's ratio to
-direct then swings by more than the +-0.05 a target is judged to. Here each path's
-client does ``--count`` messages split into ``--segments`` turns, the order of the paths
-changed at every turn (`turn_order`), so that a slow minute falls on every path
-alike and a round's ratio is the ratio of sums over many short, interleaved spells.
+One client per target. With one target (`bench.harness`, `bench.generate.generator`) a
+run is ``--count`` messages after a warm-up; with several (`bench.paired`) every path's
+client runs in this one process and the paths take turns in short segments, the order
+changed at every turn (`turn_order`), so that a slow minute of the machine's neighbours
+falls on every path alike and a round's ratio is the ratio of sums over many short,
+interleaved spells (a round of paths measured one after another swings by more than
+the +-0.05 a target is judged to).
 
 Kinds:
 
-``latency``   one small produce at a time per turn (as `bench.workloads.latency`):
+``latency``   one small produce at a time (acks=1 by default): produce, flush, repeat;
               every round trip's time, pooled per path.
-``produce``   a turn is ``count / segments`` messages produced at full speed and
-              flushed; a path's throughput is its messages over the sum of its turns.
-``consume``   every path's consumer reads its pre-filled topic from the start, a turn
-              of ``count / segments`` messages at a time: resumed, read, paused.
-              librdkafka's pause stops the fetcher and drops what it had fetched
+``produce``   ``--count`` messages at full speed, flushed at the end of each turn; a
+              path's throughput is its messages over the sum of its turns.
+``consume``   a consumer on an assigned, pre-filled partition 0 from the beginning (no
+              group: Tansu's JoinGroup waits half the session timeout), ``--warmup``
+              messages untimed, then ``--count`` a turn at a time: resumed, read,
+              paused. librdkafka's pause stops the fetcher and drops what it had fetched
               ahead, and its resume fetches from the next message not yet consumed
-              (librdkafka issue 2052), so a turn reads what it fetched. A turn is
-              timed from its first batch, as `bench.workloads.consume` is.
+              (librdkafka issue 2052), so a turn reads what it fetched. A turn is timed
+              from its first batch (`steady_rate`).
+``idle``      open ``--count`` connections to the first target, send one ApiVersions v0
+              on each and read its answer (so that a proxy has dialled the broker for
+              every one of them), print a JSON line, then hold them all, idle, until
+              stdin is closed.
 
-Each prints one JSON object on its last stdout line: ``{path: result}``, each result
-shaped as `bench.workloads` prints it, with ``turn_values`` (each turn's p99 or msg/s).
+Each prints one JSON object on its last stdout line: ``{path: result}`` (``idle``: its
+own figures), with ``turn_values`` (each turn's p99 or msg/s).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import json
+import os
+import struct
 import sys
 import time
 import uuid
@@ -37,10 +47,43 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.stats import percentile
-from bench.workloads import CONSUMER_SETTINGS, QUIET, _payload, latency_summary
 
-# A turn's clients are warmed once, before the first turn: connections and metadata.
+# Every client is warmed once, before its first turn: connections, metadata, a batch.
 WARMUP = 50
+QUIET = {"log_level": 3}
+#: What every benchmark consumer sets beyond librdkafka's defaults. Once a partition's
+#: local queue holds queued.max.messages.kbytes (64 MiB) or queued.min.messages,
+#: librdkafka holds back its next Fetch for fetch.queue.backoff.ms, a second by default:
+#: a path that fetches faster than the application takes messages stalls a second at a
+#: time, and only the fastest path does (direct on Apache Kafka read a third of what it
+#: read through any proxy); with 10 ms every path reads at its own pace.
+CONSUMER_SETTINGS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
+
+
+def _payload(size: int) -> bytes:
+    # Incompressible (no compression is configured anyway) and the same for every path.
+    return (os.urandom(64) * (size // 64 + 1))[:size]
+
+
+def latency_summary(ms: list[float], size: int) -> dict[str, Any]:
+    """Round trips of ``size`` bytes each, in ms: their count, bytes and percentiles."""
+    return {
+        "messages": len(ms),
+        "bytes": len(ms) * size,
+        "p50_ms": percentile(ms, 50),
+        "p99_ms": percentile(ms, 99),
+        "p999_ms": percentile(ms, 99.9),
+        "max_ms": max(ms),
+        "mean_ms": sum(ms) / len(ms),
+    }
+
+
+def steady_rate(count: float, seconds: float) -> float | None:
+    """``count`` a second over ``seconds``, what a consumer moved after its first batch;
+    None when nothing was left to time. librdkafka fetches ahead while the first
+    `consume` call waits, so a short enough run gets every message in that first batch
+    (8,000 messages of 1 KiB in small Fetch responses did): no rate, rather than 0."""
+    return count / seconds if count > 0 and seconds > 0 else None
 
 
 def turn_order(paths: list[str], turn: int) -> list[str]:
@@ -101,7 +144,9 @@ def _chained(
     return None
 
 
-def _producers(targets: list[list[str]], conf: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _producers(
+    args: argparse.Namespace, targets: list[list[str]], conf: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
     """A producer per path, and the list their delivery errors go to."""
     from confluent_kafka import Producer
 
@@ -112,7 +157,15 @@ def _producers(targets: list[list[str]], conf: dict[str, Any]) -> tuple[dict[str
             errors.append(str(err))
 
     producers = {
-        path: Producer({"bootstrap.servers": bootstrap, **conf, "on_delivery": on_error, **QUIET})
+        path: Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                **args.client_config,
+                **conf,
+                "on_delivery": on_error,
+                **QUIET,
+            }
+        )
         for path, bootstrap, _topic in targets
     }
     return producers, errors
@@ -138,10 +191,10 @@ def _each_turn(
 
 
 def latency(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any]:
-    producers, errors = _producers(targets, {"acks": args.acks, "linger.ms": 0})
+    producers, errors = _producers(args, targets, {"acks": args.acks, "linger.ms": 0})
     value = _payload(args.size)
     for path, _bootstrap, topic in targets:
-        for _ in range(WARMUP):
+        for _ in range(args.warmup):
             producers[path].produce(topic, value, partition=0)
             producers[path].flush(30)
     rtts: dict[str, list[float]] = {path: [] for path, _b, _t in targets}
@@ -175,10 +228,10 @@ def produce(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
         "delivery.report.only.error": True,
         "message.max.bytes": max(1_000_000, args.size * 2),
     }
-    producers, errors = _producers(targets, conf)
+    producers, errors = _producers(args, targets, conf)
     value = _payload(args.size)
     for path, _bootstrap, topic in targets:
-        for _ in range(WARMUP):
+        for _ in range(args.warmup):
             producers[path].produce(topic, value, partition=0)
         if producers[path].flush(60) != 0:
             raise RuntimeError(f"{path}: warm-up messages were not delivered")
@@ -227,7 +280,7 @@ def consume(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
             {
                 "bootstrap.servers": bootstrap,
                 **args.client_config,
-                "group.id": f"bench-paired-{uuid.uuid4().hex}",
+                "group.id": f"bench-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 **CONSUMER_SETTINGS,
@@ -267,7 +320,8 @@ def consume(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
         return got
 
     for path in consumers:  # warm-up (connections, metadata), then paused until its turn
-        read(path, WARMUP)
+        if args.warmup:
+            read(path, args.warmup)
         consumers[path].pause(partitions[path])
     nbytes.update(dict.fromkeys(consumers, 0))
     timed_bytes: dict[str, int] = dict.fromkeys(consumers, 0)
@@ -275,10 +329,10 @@ def consume(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
     waited: dict[str, float] = dict.fromkeys(consumers, 0.0)
 
     def turn(path: str, _topic: str, n: int) -> float:
-        # Timed from the turn's first batch, as bench.workloads.consume times from its
-        # first. A resumed partition is fetched only once librdkafka's broker thread next
-        # wakes, up to ~0.5 s later whatever the path (its debug log: resumed at .218,
-        # "is fetchable" at .695); that wait is kept apart (first_batch_seconds).
+        # Timed from the turn's first batch. A resumed partition is fetched only once
+        # librdkafka's broker thread next wakes, up to ~0.5 s later whatever the path
+        # (its debug log: resumed at .218, "is fetchable" at .695); that wait is kept
+        # apart (first_batch_seconds).
         resumed = time.perf_counter()
         consumers[path].resume(partitions[path])
         first = read(path, n, first_batch=True)
@@ -302,22 +356,71 @@ def consume(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
             "measured_messages": timed[path],
             "first_batch_seconds": round(waited[path], 3),
             "seconds": took,
-            "msg_per_s": timed[path] / took,
-            "mb_per_s": timed_bytes[path] / took / 1e6,
+            "msg_per_s": steady_rate(timed[path], took),
+            "mb_per_s": steady_rate(timed_bytes[path] / 1e6, took),
             "turn_values": turns[path],
         }
         for path, took in seconds.items()
     }
 
 
+def _api_versions_v0(correlation_id: int) -> bytes:
+    client_id = b"kproxy-bench-idle"
+    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
+    return struct.pack(">i", len(body)) + body
+
+
+async def _open_idle(host: str, port: int, count: int, batch: int) -> list[asyncio.StreamWriter]:
+    async def one(i: int) -> asyncio.StreamWriter:
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(_api_versions_v0(i + 1))
+        await writer.drain()
+        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        await reader.readexactly(size)
+        return writer
+
+    writers: list[asyncio.StreamWriter] = []
+    for start in range(0, count, batch):
+        writers += await asyncio.gather(*(one(i) for i in range(start, min(count, start + batch))))
+    return writers
+
+
+def idle(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any]:
+    host, _, port = targets[0][1].split(",")[0].rpartition(":")
+
+    async def main() -> dict[str, Any]:
+        started = time.perf_counter()
+        writers = await asyncio.wait_for(_open_idle(host, int(port), args.count, 100), args.timeout)
+        opened = time.perf_counter() - started
+        ready = {"ready": True, "opened": len(writers), "open_seconds": opened}
+        sys.stdout.write(json.dumps(ready) + "\n")
+        sys.stdout.flush()
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until closed
+        alive = sum(1 for w in writers if not w.is_closing())
+        for w in writers:
+            w.close()
+        return {"opened": len(writers), "open_seconds": opened, "alive_at_end": alive}
+
+    return asyncio.run(main())
+
+
+KINDS: dict[str, Callable[[argparse.Namespace, list[list[str]]], dict[str, Any]]] = {
+    "latency": latency,
+    "produce": produce,
+    "consume": consume,
+    "idle": idle,
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.paired_workloads")
-    p.add_argument("kind", choices=("latency", "produce", "consume"))
+    p = argparse.ArgumentParser(prog="python -m bench.clients")
+    p.add_argument("kind", choices=KINDS)
     p.add_argument(
         "--targets", required=True, type=json.loads, help="JSON [[path, bootstrap, topic], ...]"
     )
-    p.add_argument("--count", type=int, required=True, help="messages per path")
-    p.add_argument("--segments", type=int, required=True, help="turns per path")
+    p.add_argument("--count", type=int, required=True, help="messages (idle: connections)")
+    p.add_argument("--segments", type=int, default=1, help="turns per path")
+    p.add_argument("--warmup", type=int, default=WARMUP, help="messages before the first turn")
     p.add_argument("--size", type=int, default=1024)
     p.add_argument("--acks", default="all")
     p.add_argument("--linger-ms", type=int, default=5)
@@ -330,8 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    run = {"latency": latency, "produce": produce, "consume": consume}[args.kind]
-    sys.stdout.write(json.dumps(run(args, args.targets)) + "\n")
+    sys.stdout.write(json.dumps(KINDS[args.kind](args, args.targets)) + "\n")
     sys.stdout.flush()
     return 0
 
