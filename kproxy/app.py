@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NamedTuple
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("kproxy")
 
 _EVENTS_FLUSH_SECONDS = 5.0
+#: Set by `kproxy.workers` in each worker's environment: the Unix socket its admin
+#: server listens on, for the supervisor alone.
+WORKER_ADMIN_ENV = "KPROXY_WORKER_ADMIN"
+#: Set in each worker's environment: its index (a worker never supervises).
+WORKER_INDEX_ENV = "KPROXY_WORKER"
 
 
 class Running(NamedTuple):
@@ -82,9 +88,10 @@ async def serve(
         if settings.admin.enabled:
             # Before the listeners, so that /healthz answers and /readyz says why not
             # while kproxy is still reaching the cluster.
-            admin = AdminServer(settings, observer, proxy)
+            admin = AdminServer(settings, observer, proxy, os.environ.get(WORKER_ADMIN_ENV))
             await admin.start()
-            log.info("kproxy admin at http://%s/metrics", admin.address)
+            if admin.unix_path is None:
+                log.info("kproxy admin at http://%s/metrics", admin.address)
         await proxy.start()
         _on_sighup(ConfigReloader(config_path, proxy, observer).reload)
         observer.start_events(_own_bootstrap(settings, proxy.bootstrap_port))

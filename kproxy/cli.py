@@ -76,8 +76,11 @@ def _load(path: str) -> Settings | None:
 
 
 def configure_logging(level: str) -> None:
-    """Plain single-line logging to stderr: timestamp, level, logger name, message."""
-    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr, force=True)
+    """Plain single-line logging to stderr: timestamp, level, logger name, message (a
+    worker's, `runtime.workers`, names the worker after the logger)."""
+    worker = os.environ.get("KPROXY_WORKER")  # kproxy.app.WORKER_INDEX_ENV, not imported here
+    fmt = LOG_FORMAT if worker is None else LOG_FORMAT.replace("%(name)s", f"%(name)s[{worker}]")
+    logging.basicConfig(level=level, format=fmt, stream=sys.stderr, force=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -177,6 +180,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # Imported lazily: the proxy pulls in asyncio/uvloop/aiohttp, which the other
     # subcommands do not need.
     app = importlib.import_module("kproxy.app")
+    workers = settings.runtime.worker_count()
+    if workers > 1 and app.WORKER_INDEX_ENV not in os.environ:
+        supervisor = importlib.import_module("kproxy.workers.supervisor")
+        supervise = cast(Callable[[Settings, str, int], int], supervisor.supervise)
+        return supervise(settings, path, workers)
     run = cast(Callable[[Settings, str], int], app.run)
     return run(settings, path)
 

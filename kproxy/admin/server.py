@@ -55,7 +55,7 @@ class _Status:
     proxy: ProxyStatus | None = None
 
 
-def _json(body: dict[str, Any], status: int = 200) -> web.Response:
+def json_response(body: dict[str, Any], status: int = 200) -> web.Response:
     return web.Response(
         text=json.dumps(body, indent=1) + "\n", status=status, content_type="application/json"
     )
@@ -81,11 +81,11 @@ def make_app(
     async def readyz(request: web.Request) -> web.Response:
         proxy = status.proxy
         ready, reason = (False, "the proxy has not started") if proxy is None else proxy.readiness()
-        return _json({"ready": ready, "reason": reason}, 200 if ready else 503)
+        return json_response({"ready": ready, "reason": reason}, 200 if ready else 503)
 
     async def topology_view(request: web.Request) -> web.Response:
-        if topology == "loopback" and not _is_loopback(request.remote):
-            return _json(
+        if topology == "loopback" and not is_loopback(request.remote):
+            return json_response(
                 {"error": "/topology is served to loopback clients only (admin.topology)"}, 403
             )
         proxy = status.proxy
@@ -100,7 +100,7 @@ def make_app(
         }
         body.update(nodes)
         body["partitions"] = observer.partitions(request.query.get("topic"))
-        return _json(body)
+        return json_response(body)
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
@@ -111,7 +111,7 @@ def make_app(
     return app
 
 
-def _is_loopback(remote: str | None) -> bool:
+def is_loopback(remote: str | None) -> bool:
     try:
         return remote is not None and ipaddress.ip_address(remote).is_loopback
     except ValueError:  # a Unix socket's peer, never kproxy's case
@@ -126,10 +126,14 @@ class AdminServer:
         settings: Settings,
         observer: Observability,
         proxy: ProxyStatus | None = None,
+        unix_path: str | None = None,
     ) -> None:
         self.bind_host = settings.admin.bind_host
         self.requested_port = settings.admin.port
-        self.topology = settings.admin.topology
+        # A worker's (runtime.workers): on a socket only its supervisor reads, which
+        # applies admin.topology to what it serves.
+        self.unix_path = unix_path
+        self.topology = True if unix_path else settings.admin.topology
         self.request_timeout = settings.admin.request_timeout_seconds
         self.observer = observer
         self._status = _Status()
@@ -146,23 +150,15 @@ class AdminServer:
         """Bind and serve; raises OSError when the address cannot be bound."""
         if self._runner is not None:
             return
-        runner = web.AppRunner(
-            make_app(self.observer, self._status, self.topology),
-            access_log=None,
-            handle_signals=False,
-            # aiohttp closes a connection that is idle, or has sent part of a request
-            # and then nothing, for this long: no half-sent request holds a socket.
-            keepalive_timeout=self.request_timeout,
+        app = make_app(self.observer, self._status, self.topology)
+        runner = await serve_app(
+            app, self.request_timeout, self.bind_host, self.requested_port, self.unix_path
         )
-        await runner.setup()
-        site = web.TCPSite(runner, self.bind_host, self.requested_port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError:
-            await runner.cleanup()
-            raise
         self._runner = runner
-        self._port = _bound_port(runner)
+        if self.unix_path:
+            log.info("worker admin server on %s", self.unix_path)
+            return
+        self._port = bound_port(runner)
         log.info("admin server on http://%s/ (metrics, healthz, readyz, topology)", self.address)
 
     @property
@@ -186,7 +182,38 @@ class AdminServer:
             await runner.cleanup()
 
 
-def _bound_port(runner: web.AppRunner) -> int:
+async def serve_app(
+    app: web.Application,
+    timeout: float,
+    host: str,
+    port: int,
+    unix_path: str | None = None,
+) -> web.AppRunner:
+    """Serve `app` on host:port, or on the Unix socket `unix_path`; raises OSError when
+    the address cannot be bound."""
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        # aiohttp closes a connection that is idle, or has sent part of a request and
+        # then nothing, for this long: no half-sent request holds a socket.
+        keepalive_timeout=timeout,
+    )
+    await runner.setup()
+    site: web.BaseSite = (
+        web.UnixSite(runner, unix_path)
+        if unix_path
+        else web.TCPSite(runner, host, port, reuse_address=True)
+    )
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    return runner
+
+
+def bound_port(runner: web.AppRunner) -> int:
     for address in runner.addresses:
         # (host, port) for IPv4, (host, port, flowinfo, scope) for IPv6
         if isinstance(address, tuple) and len(address) >= 2:

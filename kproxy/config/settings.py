@@ -41,6 +41,7 @@ from kproxy.config.principals import PrincipalSettings
 from kproxy.config.proxy_protocol import ProxyProtocolSettings
 from kproxy.config.quorum import ControllerSettings, QuorumSettings
 from kproxy.config.quotas import QuotaSettings
+from kproxy.config.runtime import RuntimeSettings
 from kproxy.config.sasl import ClusterSaslSettings
 from kproxy.config.section import Section
 from kproxy.config.tenancy import TenancySettings
@@ -309,12 +310,6 @@ class LogSettings(Section):
     level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(upper)] = "INFO"
 
 
-class RuntimeSettings(Section):
-    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
-        "auto", description="auto: uvloop when installed, else the standard loop"
-    )
-
-
 class Settings(Section):
     """All of kproxy's settings. Derive variants with ``model_copy(update=...)``."""
 
@@ -342,8 +337,17 @@ class Settings(Section):
 
     @model_validator(mode="after")
     def _check_ports(self) -> Settings:
-        """Cross-section port collisions (`kproxy.config.ports`)."""
+        """Cross-section port collisions (`kproxy.config.ports`); with several workers,
+        no port the OS chooses: each worker would be given another."""
         lst = self.listeners
+        if self.runtime.workers != 1:
+            if lst.bootstrap_port == 0:
+                raise fail("listeners.bootstrap_port", "must be set (not 0) with runtime.workers")
+            if lst.broker_port_base == 0 and lst.sni is None:
+                raise fail(
+                    "listeners.broker_port_base",
+                    "must be set (not 0) with runtime.workers, or nodes served by SNI",
+                )
         check_ports(
             NodePorts(
                 lst.bootstrap_port, lst.broker_port_base, lst.max_node_id, lst.node_port_overrides

@@ -54,8 +54,12 @@ class ListenerSet:
         addresses: AddressMap,
         factory: ProtocolFactory,
         bind_failed: Callable[[str], None] = lambda name: None,
+        reuse_port: bool = False,
     ) -> None:
         self.bind_host = bind_host
+        # runtime.workers: every worker binds every port; the kernel spreads the
+        # connections over the workers listening on it (SO_REUSEPORT).
+        self.reuse_port = reuse_port
         self.addresses = addresses
         self.factory = factory
         self.bind_failed = bind_failed  # counted (kproxy_listener_bind_failures_total)
@@ -75,6 +79,8 @@ class ListenerSet:
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if self.reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             sock.bind(addr)
             sock.listen(1024)
             sock.setblocking(False)

@@ -77,7 +77,11 @@ class Proxy:
             else None
         )
         self.listeners = ListenerSet(
-            lst.bind_host, self.addresses, self._new_connection, self.observer.listener_bind_failed
+            lst.bind_host,
+            self.addresses,
+            self._new_connection,
+            self.observer.listener_bind_failed,
+            reuse_port=settings.runtime.workers != 1,
         )
         self.reports = NodeReports(self.addresses, self.observer, lst.max_node_id)
         connect_timeout = float(settings.cluster.connect_timeout_seconds)

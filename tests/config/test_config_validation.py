@@ -390,7 +390,7 @@ ALLOWED = {
     "request_sample_rate, kafka",
     "shutdown": "grace_seconds",
     "log": "level",
-    "runtime": "event_loop",
+    "runtime": "event_loop, workers",
 }
 
 

@@ -1,0 +1,1 @@
+"""Worker processes across cores (`runtime.workers`) and the supervisor that keeps them."""
