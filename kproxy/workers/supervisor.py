@@ -56,6 +56,7 @@ class Worker:
         self.socket_path = socket_path
         self.process: asyncio.subprocess.Process | None = None
         self.started = 0.0
+        self.runs = 0
         self.backoff = FIRST_BACKOFF_SECONDS
 
 
@@ -67,6 +68,8 @@ class Supervisor:
         self.workers = [Worker(i, str(self.run_dir / f"worker-{i}.sock")) for i in range(count)]
         self.restarts = 0
         self.stopping = False
+        self.stop = Stop()
+        self.exit_status = 0
 
     def running(self) -> list[Worker]:
         return [w for w in self.workers if w.process is not None and w.process.returncode is None]
@@ -86,9 +89,12 @@ class Supervisor:
             env[WORKER_ADMIN_ENV] = worker.socket_path
         argv = [sys.executable, "-m", "kproxy", "run", "--config", self.config_path,
                 "--log-level", self.settings.log.level]  # fmt: skip
+        # A session of its own: a terminal's Ctrl-C reaches the supervisor alone, which
+        # passes one SIGTERM on (two would cut every worker's drain short).
         worker.process = await asyncio.create_subprocess_exec(
-            *argv, env=env, preexec_fn=_drain_when_orphaned
+            *argv, env=env, preexec_fn=_drain_when_orphaned, start_new_session=True
         )
+        worker.runs += 1
         worker.started = time.monotonic()
         log.info("worker %d started (pid %d)", worker.index, worker.process.pid)
 
@@ -102,6 +108,16 @@ class Supervisor:
                 log.info("worker %d stopped (exit status %d)", worker.index, code)
                 return
             ran = time.monotonic() - worker.started
+            if worker.runs == 1 and code > 0 and ran < YOUNG_SECONDS:
+                # Its first start failed (a certificate not readable, the bootstrap port
+                # held; not a signal, a kill to recover from): stop, as a single kproxy
+                # would, rather than try again forever.
+                log.error(
+                    "worker %d could not start (exit status %d): stopping", worker.index, code
+                )
+                self.exit_status = code
+                self.stop.set()
+                return
             worker.backoff = (
                 min(worker.backoff * 2, MAX_BACKOFF_SECONDS)
                 if ran < YOUNG_SECONDS
@@ -121,6 +137,7 @@ class Supervisor:
                 await asyncio.sleep(wait)
 
     async def run(self, stop: Stop) -> int:
+        self.stop = stop
         admin = None
         if self.settings.admin.enabled:
             admin = FleetAdmin(
@@ -159,7 +176,7 @@ class Supervisor:
             if admin is not None:
                 await admin.stop()
             shutil.rmtree(self.run_dir, ignore_errors=True)
-        return 0
+        return self.exit_status
 
 
 def _drain_when_orphaned() -> None:

@@ -13,6 +13,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +23,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.kproxy_process import KproxyProcess
+from tests.kproxy_process import REPO, KproxyProcess
 from tests.peers.net import free_ports, wait_until
 from tests.peers.tansu import TANSU_NODE_ID, TansuBroker
 from tests.raw_kafka import metadata_v1, read_frame
@@ -231,6 +233,21 @@ def _state(pid: int) -> str:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     return ""
+
+
+def test_a_worker_that_cannot_start_stops_the_supervisor(
+    tansu: TansuBroker, tmp_path: Path
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as held:  # the bootstrap port, taken
+        listeners = {"bootstrap_port": held.getsockname()[1], "broker_port_base": 1024}
+        proc = KproxyProcess(tmp_path, [tansu.bootstrap], listeners=listeners)
+        proc.config["runtime"] = {"workers": 2}
+        proc.config_path.write_text(yaml.safe_dump(proc.config))
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        argv = [sys.executable, "-m", "kproxy", "run", "--config", str(proc.config_path)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 1, done.stderr
+    assert "could not start (exit status 1): stopping" in done.stderr
 
 
 def test_workers_drain_when_the_supervisor_is_killed(kproxy: KproxyProcess) -> None:
