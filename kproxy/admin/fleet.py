@@ -70,17 +70,16 @@ class FleetAdmin:
         self._runner: web.AppRunner | None = None
         self.port = 0
 
-    async def ask(self, path: str, accept: str = "") -> list[WorkerAnswer]:
+    async def ask(self, path: str) -> list[WorkerAnswer]:
         """Every live worker's answer to `path`, in worker order."""
 
         async def one(index: int, socket_path: str) -> WorkerAnswer:
-            headers = {"Accept": accept} if accept else {}
             try:
                 connector = aiohttp.UnixConnector(path=socket_path)
                 timeout = aiohttp.ClientTimeout(total=self.timeout)
                 async with (
                     aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
-                    session.get(f"http://worker{path}", headers=headers) as response,
+                    session.get(f"http://worker{path}") as response,
                 ):
                     return WorkerAnswer(index, response.status, await response.read())
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -88,7 +87,7 @@ class FleetAdmin:
 
         return list(await asyncio.gather(*(one(i, p) for i, p in self.sockets())))
 
-    def _own(self) -> dict[str, Metric]:
+    def _own(self) -> list[Metric]:
         running, restarts = self.counts()
         workers = GaugeMetricFamily(WORKERS, "Worker processes serving clients now.")
         workers.add_metric([], running)
@@ -97,7 +96,7 @@ class FleetAdmin:
             "Workers the supervisor started again after one exited on its own.",
         )
         restarted.add_metric([], restarts)
-        return {WORKERS: workers, WORKER_RESTARTS: restarted}
+        return [workers, restarted]
 
     def app(self) -> web.Application:
         async def metrics(request: web.Request) -> web.Response:

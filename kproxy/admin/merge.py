@@ -12,7 +12,7 @@ each series appears once in the merged scrape, whichever workers reported it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -87,10 +87,10 @@ class MergedScrape(Collector):
     """A collector that yields families merged beforehand (`merge_expositions`), and
     the supervisor's own."""
 
-    def __init__(self, families: list[Metric], own: Mapping[str, Metric] | None = None) -> None:
+    def __init__(self, families: list[Metric], own: Iterable[Metric] = ()) -> None:
         self.families = families
-        self.own = own or {}
+        self.own = list(own)
 
     def collect(self) -> Iterator[Metric]:
         yield from self.families
-        yield from self.own.values()
+        yield from self.own

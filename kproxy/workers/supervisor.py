@@ -67,8 +67,7 @@ class Supervisor:
         self.run_dir = Path(tempfile.mkdtemp(prefix="kproxy-workers-"))
         self.workers = [Worker(i, str(self.run_dir / f"worker-{i}.sock")) for i in range(count)]
         self.restarts = 0
-        self.stopping = False
-        self.stop = Stop()
+        self.stop = Stop()  # run()'s, once it runs
         self.exit_status = 0
 
     def running(self) -> list[Worker]:
@@ -100,11 +99,11 @@ class Supervisor:
 
     async def _keep(self, worker: Worker) -> None:
         """Start `worker`, and again whenever it exits on its own, until stopping."""
-        while not self.stopping:
+        while not self.stop.is_set():
             await self._start(worker)
             assert worker.process is not None
             code = await worker.process.wait()
-            if self.stopping:
+            if self.stop.is_set():
                 log.info("worker %d stopped (exit status %d)", worker.index, code)
                 return
             ran = time.monotonic() - worker.started
@@ -118,12 +117,11 @@ class Supervisor:
                 self.exit_status = code
                 self.stop.set()
                 return
-            worker.backoff = (
-                min(worker.backoff * 2, MAX_BACKOFF_SECONDS)
-                if ran < YOUNG_SECONDS
-                else FIRST_BACKOFF_SECONDS
-            )
-            wait = worker.backoff if ran < YOUNG_SECONDS else 0.0
+            if ran < YOUNG_SECONDS:  # 0.5 s, doubling to 30 s, while it keeps dying young
+                wait = worker.backoff
+                worker.backoff = min(wait * 2, MAX_BACKOFF_SECONDS)
+            else:
+                wait, worker.backoff = 0.0, FIRST_BACKOFF_SECONDS
             self.restarts += 1
             log.error(
                 "worker %d (pid %d) exited with status %d after %.1fs: starting it again%s",
@@ -153,7 +151,6 @@ class Supervisor:
         keepers = [asyncio.ensure_future(self._keep(w)) for w in self.workers]
         try:
             await stop.wait()
-            self.stopping = True
             log.info("stopping: every worker drains its connections")
             self._signal_all(signal.SIGTERM)
             now: asyncio.Future[Any] = asyncio.ensure_future(stop.now.wait())
@@ -164,7 +161,7 @@ class Supervisor:
                 await done
             now.cancel()
         finally:
-            self.stopping = True
+            stop.set()  # whatever ended the run: no keeper starts a worker again
             for keeper in keepers:
                 keeper.cancel()
             for worker in self.workers:
