@@ -17,6 +17,7 @@ from kproxy import __version__
 from kproxy.admin.server import AdminServer
 from kproxy.observe.build_info import event_loop_kind, hot_path_build
 from kproxy.observe.observability import Observability
+from kproxy.observe.worker_claims import WorkerClaims
 from kproxy.protocol.hostport import format_host_port, is_wildcard
 from kproxy.runtime.allocator import retain_freed_memory
 from kproxy.runtime.describe import describe
@@ -37,6 +38,9 @@ _EVENTS_FLUSH_SECONDS = 5.0
 WORKER_ADMIN_ENV = "KPROXY_WORKER_ADMIN"
 #: Set in each worker's environment: its index (a worker never supervises).
 WORKER_INDEX_ENV = "KPROXY_WORKER"
+#: Set in each worker's environment: the table of facts the workers share
+#: (kproxy.observe.worker_claims), so that each is reported once.
+WORKER_CLAIMS_ENV = "KPROXY_WORKER_CLAIMS"
 
 
 class Running(NamedTuple):
@@ -81,7 +85,10 @@ async def serve(
     `started`, if given, is awaited once everything listens; the proxy keeps serving
     while it runs, and stops when `stop` is set (by it, or by a signal).
     """
-    observer = Observability(settings)
+    claims_path = os.environ.get(WORKER_CLAIMS_ENV)
+    observer = Observability(
+        settings, claims=None if claims_path is None else WorkerClaims(claims_path)
+    )
     proxy = Proxy(settings, observer)
     admin: AdminServer | None = None
     try:

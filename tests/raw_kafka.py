@@ -13,9 +13,10 @@ def request(api_key: int, version: int, body: bytes = b"", corr: int = 7) -> byt
     return struct.pack(">i", len(payload)) + payload
 
 
-def metadata_v1(corr: int) -> bytes:
-    """Metadata v1 asking for no topics: every broker answers it, with its brokers."""
-    return request(3, 1, struct.pack(">i", 0), corr=corr)
+def metadata_v1(corr: int, every_topic: bool = False) -> bytes:
+    """Metadata v1 asking for no topics (every broker answers it, with its brokers), or
+    for every topic (a null array)."""
+    return request(3, 1, struct.pack(">i", -1 if every_topic else 0), corr=corr)
 
 
 def read_frame(sock: socket.socket) -> bytes:

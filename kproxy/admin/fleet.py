@@ -30,15 +30,13 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 
 from kproxy.admin.merge import MergedScrape, merge_expositions
 from kproxy.admin.server import bound_port, is_loopback, json_response, serve_app
+from kproxy.observe.supervisor_specs import WORKER_RESTARTS, WORKERS
 from kproxy.protocol.hostport import format_host_port
 
 if TYPE_CHECKING:
     from kproxy.config.settings import Settings
 
 log = logging.getLogger("kproxy.admin")
-
-WORKERS = "kproxy_workers"
-WORKER_RESTARTS = "kproxy_worker_restarts_total"
 
 
 class WorkerAnswer:
@@ -89,11 +87,10 @@ class FleetAdmin:
 
     def _own(self) -> list[Metric]:
         running, restarts = self.counts()
-        workers = GaugeMetricFamily(WORKERS, "Worker processes serving clients now.")
+        workers = GaugeMetricFamily(WORKERS.name, WORKERS.help)
         workers.add_metric([], running)
         restarted = CounterMetricFamily(
-            WORKER_RESTARTS.removesuffix("_total"),
-            "Workers the supervisor started again after one exited on its own.",
+            WORKER_RESTARTS.name.removesuffix("_total"), WORKER_RESTARTS.help
         )
         restarted.add_metric([], restarts)
         return [workers, restarted]

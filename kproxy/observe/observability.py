@@ -26,6 +26,7 @@ from kproxy.observe.events import (
 from kproxy.observe.leadership import NO_FACTS, LeaderTable, topic_id_text
 from kproxy.observe.metrics import KproxyMetrics
 from kproxy.observe.sampling import next_gap, sample_fields
+from kproxy.observe.worker_claims import WorkerClaims
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.runtime.observer import ProxyObserver
@@ -54,8 +55,12 @@ class Observability(ProxyObserver):
         instance: str | None = None,
         sample: Callable[[], float] = random.random,
         runtime_collectors: bool = True,
+        claims: WorkerClaims | None = None,
     ) -> None:
         self.settings = settings
+        # Under runtime.workers: a leader change or a node several workers see is
+        # counted and logged by the first (kproxy.observe.worker_claims).
+        self.claims = claims
         self.instance = instance or instance_id()
         self.metrics = KproxyMetrics(
             topic_labels=settings.metrics.topic_labels,
@@ -250,7 +255,14 @@ class Observability(ProxyObserver):
             # its redirects and recoveries are not a client's.
             facts = facts._replace(redirects=(), recoveries=())
         metrics = self.metrics
+        claims = self.claims
         for change in facts.changes:
+            if claims is not None and not claims.first(
+                f"leader {change.topic} {change.partition}",
+                -1 if change.new_epoch is None else change.new_epoch,
+                change.new_leader,
+            ):
+                continue
             self.leader_changes += 1
             source = api_name(change.source_api)
             metrics.leader_change(change.source_api, change.topic)
@@ -318,6 +330,9 @@ class Observability(ProxyObserver):
         self.metrics.endpoints(api_key, rewritten, removed)
 
     def node_discovered(self, node_id: int, upstream: str, advertised: str) -> None:
+        claims = self.claims
+        if claims is not None and not claims.first(f"node {node_id} {upstream} {advertised}", 0, 0):
+            return
         self.metrics.nodes_discovered.inc()
         fields = {"node_id": node_id, "upstream": upstream, "advertised": advertised}
         self._emit(NODE_DISCOVERED, fields)
@@ -379,3 +394,5 @@ class Observability(ProxyObserver):
         """Write out the event log (blocks until it is written: call at shutdown)."""
         if self.events is not None:
             self.events.close()
+        if self.claims is not None:
+            self.claims.close()

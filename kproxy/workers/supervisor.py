@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kproxy.admin.fleet import FleetAdmin
-from kproxy.app import WORKER_ADMIN_ENV, WORKER_INDEX_ENV, Stop, run_loop
+from kproxy.app import WORKER_ADMIN_ENV, WORKER_CLAIMS_ENV, WORKER_INDEX_ENV, Stop, run_loop
+from kproxy.observe.worker_claims import create_claims_file
 
 if TYPE_CHECKING:
     from kproxy.config.settings import Settings
@@ -66,6 +67,8 @@ class Supervisor:
         self.config_path = config_path
         self.run_dir = Path(tempfile.mkdtemp(prefix="kproxy-workers-"))
         self.workers = [Worker(i, str(self.run_dir / f"worker-{i}.sock")) for i in range(count)]
+        self.claims_path = self.run_dir / "claims"
+        create_claims_file(self.claims_path)
         self.restarts = 0
         self.stop = Stop()  # run()'s, once it runs
         self.exit_status = 0
@@ -84,6 +87,7 @@ class Supervisor:
             os.unlink(worker.socket_path)  # a dead worker's
         env = dict(os.environ)
         env[WORKER_INDEX_ENV] = str(worker.index)
+        env[WORKER_CLAIMS_ENV] = str(self.claims_path)
         if self.settings.admin.enabled:
             env[WORKER_ADMIN_ENV] = worker.socket_path
         argv = [sys.executable, "-m", "kproxy", "run", "--config", self.config_path,

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from kproxy.observe.metric_specs import METRICS, series_names
+from kproxy.observe.supervisor_specs import SUPERVISOR_METRICS
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = RULES_DIR / "kproxy-alerts.yaml"
@@ -49,7 +50,11 @@ def test_every_alert_is_unit_tested() -> None:
 
 
 def test_rules_read_only_what_kproxy_exports() -> None:
-    labels = {name: set(spec.labels) for spec in METRICS for name in series_names(spec)}
+    labels = {
+        name: set(spec.labels)
+        for spec in METRICS + SUPERVISOR_METRICS
+        for name in series_names(spec)
+    }
     for rule in rules():
         names = set(re.findall(r"\b(kproxy_[a-z_]+)", rule["expr"]))
         assert names, rule["alert"]

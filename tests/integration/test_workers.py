@@ -1,7 +1,8 @@
 """`runtime.workers: 2` against a real Tansu broker: every connection is served whichever
 worker the kernel hands it to, the supervisor's scrape is the sum of its workers', every
 worker opens the node's listener, a killed worker is replaced and only its own
-connections are lost, and a reload and a drain reach both workers.
+connections are lost, and a reload and a drain reach both workers; and, against
+librdkafka's mock cluster, a leader move both workers see is counted and logged once.
 
 Each worker's own admin endpoints are read on the Unix socket the supervisor gave it
 (its environment names it), beside the supervisor's one answer for all."""
@@ -23,7 +24,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.churn_traffic import read_event_files
 from tests.kproxy_process import REPO, KproxyProcess
+from tests.peers.mock_cluster import MockCluster
 from tests.peers.net import free_ports, wait_until
 from tests.peers.tansu import TANSU_NODE_ID, TansuBroker
 from tests.raw_kafka import metadata_v1, read_frame
@@ -51,6 +54,13 @@ def kproxy(tansu: TansuBroker, tmp_path: Path) -> Iterator[KproxyProcess]:
         "node_port_overrides": {TANSU_NODE_ID: node_port},
     }
     proc = KproxyProcess(tmp_path, [tansu.bootstrap], listeners=listeners, runtime={"workers": 2})
+    with running(proc):
+        yield proc
+
+
+@contextlib.contextmanager
+def running(proc: KproxyProcess) -> Iterator[KproxyProcess]:
+    """`proc` started and ready; then stopped, and none of its workers left behind."""
     proc.start()
     workers: set[int] = set()
     try:
@@ -103,20 +113,22 @@ def sample(text: str, name: str, **labels: str) -> float:
     )
 
 
-def open_answered(proc: KproxyProcess, count: int) -> list[socket.socket]:
+def open_answered(
+    proc: KproxyProcess, count: int, every_topic: bool = False
+) -> list[socket.socket]:
     """`count` connections to the bootstrap port, each answered once (Metadata v1)."""
     out = []
     for i in range(count):
         sock = socket.create_connection(("127.0.0.1", proc.bootstrap_port), timeout=10)
-        sock.sendall(metadata_v1(i + 1))
+        sock.sendall(metadata_v1(i + 1, every_topic))
         assert read_frame(sock)[:4] == (i + 1).to_bytes(4, "big")
         out.append(sock)
     return out
 
 
-def still_answers(sock: socket.socket) -> bool:
+def still_answers(sock: socket.socket, every_topic: bool = False) -> bool:
     try:
-        sock.sendall(metadata_v1(999))
+        sock.sendall(metadata_v1(999, every_topic))
         return read_frame(sock)[:4] == (999).to_bytes(4, "big")
     except OSError:
         return False
@@ -248,6 +260,44 @@ def test_a_worker_that_cannot_start_stops_the_supervisor(
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 1, done.stderr
     assert "could not start (exit status 1): stopping" in done.stderr
+
+
+def test_a_leader_change_both_workers_see_is_counted_and_logged_once(tmp_path: Path) -> None:
+    """Clients on both workers read the same partition's leader as it moves: each worker's
+    own table follows the moves, and the moves are counted and logged once in all."""
+    with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("moves", 1, 3)
+        cluster.set_leader("moves", 0, 1)
+        bootstrap_port, *node_ports = free_ports(4)
+        listeners = {
+            "bootstrap_port": bootstrap_port,
+            "broker_port_base": 1024,
+            "max_node_id": 3,
+            "node_port_overrides": dict(zip((1, 2, 3), node_ports, strict=True)),
+        }
+        proc = KproxyProcess(
+            tmp_path, cluster.bootstraps.split(","), listeners=listeners, runtime={"workers": 2}
+        )
+        with running(proc):
+            sockets = open_answered(proc, CONNECTIONS, every_topic=True)  # tables: leader 1
+            try:
+                pids = worker_pids(proc)
+                for moves, leader in enumerate((2, 3), start=1):
+                    cluster.set_leader("moves", 0, leader)
+                    for sock in sockets:
+                        assert still_answers(sock, every_topic=True)
+                    for pid in pids:  # each worker saw this move on its own connections
+                        partitions = json.loads(worker_get(pid, "/topology"))["partitions"]
+                        assert [p["leader"] for p in partitions if p["topic"] == "moves"] == [
+                            leader
+                        ]
+                    assert proc.metric("kproxy_leader_changes_total") == moves
+                assert proc.metric("kproxy_nodes_discovered_total") == 3
+            finally:
+                for sock in sockets:
+                    sock.close()
+        changes = [e for e in read_event_files(tmp_path / "events") if e["type"] == "leader_change"]
+        assert sorted(e["new_leader"] for e in changes) == [2, 3]
 
 
 def test_workers_drain_when_the_supervisor_is_killed(kproxy: KproxyProcess) -> None:

@@ -18,6 +18,7 @@ from kproxy.observe.metrics import (
     MetricSpec,
     series_names,
 )
+from kproxy.observe.supervisor_specs import SUPERVISOR_METRICS
 from kproxy.session.quota import QuotaBook, QuotaRule
 
 NAME_RE = re.compile(r"^kproxy_[a-z][a-z0-9_]*[a-z0-9]$")
@@ -73,7 +74,9 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     return m
 
 
-@pytest.mark.parametrize("spec", METRICS, ids=[s.name for s in METRICS])
+@pytest.mark.parametrize(
+    "spec", METRICS + SUPERVISOR_METRICS, ids=[s.name for s in METRICS + SUPERVISOR_METRICS]
+)
 def test_names_and_labels_follow_the_conventions(spec: MetricSpec) -> None:
     assert NAME_RE.match(spec.name), spec.name
     assert "__" not in spec.name
