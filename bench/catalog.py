@@ -31,6 +31,8 @@ LATENCY = (
     Metric("p99_ms", "p99", "ms", False),
     Metric("p999_ms", "p99.9", "ms", False),
 )
+# A fixed offered load: latency at that load, and whether the path kept up.
+FIXED_RATE = (*LATENCY, Metric("mb_per_s", "MB/s delivered", "MB/s", True))
 # Idle connections held while the resident memory is read: enough that the allocator's
 # noise (a few MB either way) is small beside what they add (reported per 1,000).
 IDLE_CONNECTIONS = 3_000
@@ -77,6 +79,14 @@ def workloads(quick: bool, scale: float = 1.0) -> list[Workload]:
         Workload("latency", "One 100 B produce at a time, acks=1: round-trip time", "tansu",
                  "latency", cf, {"size": 100, "count": n(5_000, 1_000), "acks": "1"}, LATENCY,
                  "latency"),
+        Workload("rate-1KiB-10MBps", "1 KiB messages at a fixed 10 MB/s, acks=all: latency "
+                 "from when each was due", "tansu", "rate", cf,
+                 {"size": KIB, "rate": 9_766, "count": n(195_000, 30_000), "acks": "all"},
+                 FIXED_RATE),
+        Workload("rate-1KiB-50MBps", "1 KiB messages at a fixed 50 MB/s, acks=all: latency "
+                 "from when each was due", "tansu", "rate", cf,
+                 {"size": KIB, "rate": 48_828, "count": n(490_000, 100_000), "acks": "all"},
+                 FIXED_RATE),
         Workload("connections",
                  f"{IDLE_CONNECTIONS:,} idle connections plus one busy producer (1 KiB, acks=all)",
                  "tansu", "connections", cf,

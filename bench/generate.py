@@ -57,6 +57,9 @@ def generate(
     if wl.kind == "produce":
         return generator("produce", bootstrap, topic, timeout, size=p["size"],
                           count=p["count"], acks=p["acks"])  # fmt: skip
+    if wl.kind == "rate":
+        return generator("rate", bootstrap, topic, timeout, size=p["size"], count=p["count"],
+                          acks=p["acks"], rate=p["rate"])  # fmt: skip
     if wl.kind == "consume":
         return generator("consume", bootstrap, topic, timeout, count=p["count"],
                           timeout=timeout - 10,

@@ -49,7 +49,7 @@ from bench.upstreams import (
 )
 
 # Workload kinds that write to the broker what the next path would find there.
-WRITING = ("produce", "connections")
+WRITING = ("produce", "rate", "connections")
 
 
 class Harness:

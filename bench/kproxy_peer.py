@@ -57,6 +57,17 @@ class KproxyPeer(LoopbackPeer):
         }
         self.process: PeerProcess | None = None
 
+    def serve_with_workers(self, count: int, node_ids: list[int]) -> None:
+        """`runtime.workers: count`: every worker binds the same ports, so each node gets
+        a port chosen now (`node_port_overrides`) rather than by the OS at bind time."""
+        listeners = self.config["listeners"]
+        listeners["broker_port_base"] = 1024  # never used: every node has its own port
+        listeners["max_node_id"] = max(node_ids)
+        listeners["node_port_overrides"] = dict(
+            zip(node_ids, free_ports(len(node_ids)), strict=True)
+        )
+        self.config["runtime"]["workers"] = count
+
     def write_config(self) -> Path:
         """The configuration file this kproxy runs with, written into its work directory."""
         self.workdir.mkdir(parents=True, exist_ok=True)

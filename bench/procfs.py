@@ -7,14 +7,37 @@ import os
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants alive now: a kproxy under `runtime.workers` is its
+    supervisor and the workers it started; every other peer is one process."""
+    tree = [pid]
+    for parent in tree:
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children") as fh:
+                tree += [int(child) for child in fh.read().split()]
+        except OSError:
+            pass  # gone since it was listed
+    return tree
+
+
 def cpu_times(pid: int) -> tuple[float, float]:
-    """(utime, stime) of ``pid`` (all its threads), in seconds: user space, and the
-    kernel working for it (its syscalls, and on loopback the peer's TCP receive too)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        text = fh.read()
-    # The command name (field 2) may contain spaces: split after its closing paren.
-    fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
+    """(utime, stime) of ``pid`` and its descendants (all their threads), in seconds:
+    user space, and the kernel working for them (their syscalls, and on loopback the
+    peer's TCP receive too)."""
+    user = system = 0.0
+    for member in process_tree(pid):
+        try:
+            with open(f"/proc/{member}/stat") as fh:
+                text = fh.read()
+        except OSError:
+            if member == pid:
+                raise
+            continue
+        # The command name (field 2) may contain spaces: split after its closing paren.
+        fields = text[text.rindex(")") + 2 :].split()
+        user += int(fields[11]) / _CLK_TCK
+        system += int(fields[12]) / _CLK_TCK
+    return user, system
 
 
 class CpuSince:
@@ -36,22 +59,29 @@ def cpu_seconds(pid: int) -> float:
 
 
 def memory_kb(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (peak RSS) of ``pid`` in kB."""
+    """VmRSS and VmHWM (peak RSS) of ``pid`` in kB, summed with its descendants'."""
     out: dict[str, int] = {}
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                key, value = line.split(":", 1)
-                out[key] = int(value.split()[0])
+    for member in process_tree(pid):
+        try:
+            with open(f"/proc/{member}/status") as fh:
+                for line in fh:
+                    if line.startswith(("VmRSS:", "VmHWM:")):
+                        key, value = line.split(":", 1)
+                        out[key] = out.get(key, 0) + int(value.split()[0])
+        except OSError:
+            if member == pid:
+                raise
     return out
 
 
 def reset_peak_rss(pid: int) -> bool:
-    """Reset ``pid``'s VmHWM to its current RSS (``echo 5 > /proc/PID/clear_refs``), so that
-    the peak read after a run is the peak of that run. False if the kernel refused."""
+    """Reset the VmHWM of ``pid`` and its descendants to their current RSS (``echo 5 >
+    /proc/PID/clear_refs``), so that the peak read after a run is the peak of that run.
+    False if the kernel refused."""
     try:
-        with open(f"/proc/{pid}/clear_refs", "w") as fh:
-            fh.write("5")
+        for member in process_tree(pid):
+            with open(f"/proc/{member}/clear_refs", "w") as fh:
+                fh.write("5")
         return True
     except OSError:
         return False

@@ -27,6 +27,7 @@ from bench.kroxylicious_peer import KroxyliciousPeer
 from bench.peers import HaproxyPeer, Unavailable
 from bench.results_file import COMPILED_PATHS, KPROXY_PATHS
 
+WORKERS_PATH = "kproxy-2-workers"
 #: Every path, in run order within a round.
 ALL_PATHS = (
     "direct",
@@ -36,10 +37,12 @@ ALL_PATHS = (
     "kproxy-asyncio",
     "kproxy-compiled",
     "kproxy-compiled-asyncio",
+    "kproxy-2-workers",
     "kproxy-base",
 )
-#: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`).
-DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p != "kproxy-base")
+#: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`;
+#: kproxy-2-workers is asked for by name, for the sizing figures).
+DEFAULT_PATHS = tuple(p for p in ALL_PATHS if p not in ("kproxy-base", WORKERS_PATH))
 
 PATH_DESCRIPTIONS = {
     "direct": "client to broker, nothing in between",
@@ -49,6 +52,8 @@ PATH_DESCRIPTIONS = {
     "kproxy-asyncio": "kproxy on the standard asyncio loop",
     "kproxy-compiled": "kproxy on uvloop, its hot path built with mypyc (the container image)",
     "kproxy-compiled-asyncio": "kproxy on the standard asyncio loop, its hot path built with mypyc",
+    "kproxy-2-workers": "kproxy on uvloop, runtime.workers: 2 (CPU and memory: all three "
+    "processes)",
     "kproxy-base": "kproxy at the baseline revision (bench ab --baseline), on uvloop "
     "unless bench ab --standard-loop",
 }
@@ -190,7 +195,7 @@ class Upstream:
         """Start the proxy of ``path`` in front of its side (not direct/haproxy)."""
         wd = self.workdir / path
         target = self.proxy_target_of(path)
-        if path in (*KPROXY_PATHS, "kproxy-base"):
+        if path in (*KPROXY_PATHS, "kproxy-base", WORKERS_PATH):
             servers = target.split(",")
             if path == "kproxy-base":
                 if self.baseline_source is None:
@@ -203,6 +208,9 @@ class Upstream:
                     raise Unavailable("the mypyc build was not made (a C compiler and mypy)")
                 loop = COMPILED_PATHS[path]
                 peer = KproxyPeer(path, loop, servers, wd, source=self.compiled_source)
+            elif path == WORKERS_PATH:
+                peer = KproxyPeer(path, "uvloop", servers, wd)
+                peer.serve_with_workers(2, self.node_ids)
             else:
                 peer = KproxyPeer(path, path.split("-", 1)[1], servers, wd)
             for section, values in self.kproxy_config.items():
