@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -20,19 +21,26 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
-def cpu_times(pid: int) -> tuple[float, float]:
-    """(utime, stime) of ``pid`` and its descendants (all their threads), in seconds:
-    user space, and the kernel working for them (their syscalls, and on loopback the
-    peer's TCP receive too)."""
-    user = system = 0.0
+def _tree_files(pid: int, name: str) -> Iterator[str]:
+    """``/proc/PID/name`` of ``pid`` and of each descendant still alive (a descendant
+    gone since it was listed is skipped; ``pid`` itself must be there)."""
     for member in process_tree(pid):
         try:
-            with open(f"/proc/{member}/stat") as fh:
+            with open(f"/proc/{member}/{name}") as fh:
                 text = fh.read()
         except OSError:
             if member == pid:
                 raise
             continue
+        yield text
+
+
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(utime, stime) of ``pid`` and its descendants (all their threads), in seconds:
+    user space, and the kernel working for them (their syscalls, and on loopback the
+    peer's TCP receive too)."""
+    user = system = 0.0
+    for text in _tree_files(pid, "stat"):
         # The command name (field 2) may contain spaces: split after its closing paren.
         fields = text[text.rindex(")") + 2 :].split()
         user += int(fields[11]) / _CLK_TCK
@@ -61,16 +69,11 @@ def cpu_seconds(pid: int) -> float:
 def memory_kb(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (peak RSS) of ``pid`` in kB, summed with its descendants'."""
     out: dict[str, int] = {}
-    for member in process_tree(pid):
-        try:
-            with open(f"/proc/{member}/status") as fh:
-                for line in fh:
-                    if line.startswith(("VmRSS:", "VmHWM:")):
-                        key, value = line.split(":", 1)
-                        out[key] = out.get(key, 0) + int(value.split()[0])
-        except OSError:
-            if member == pid:
-                raise
+    for text in _tree_files(pid, "status"):
+        for line in text.splitlines():
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, value = line.split(":", 1)
+                out[key] = out.get(key, 0) + int(value.split()[0])
     return out
 
 

@@ -27,6 +27,7 @@ from bench.kroxylicious_peer import KroxyliciousPeer
 from bench.peers import HaproxyPeer, Unavailable
 from bench.results_file import COMPILED_PATHS, KPROXY_PATHS
 
+#: kproxy with runtime.workers: 2 (a path only when named: the sizing figures).
 WORKERS_PATH = "kproxy-2-workers"
 #: Every path, in run order within a round.
 ALL_PATHS = (
@@ -37,7 +38,7 @@ ALL_PATHS = (
     "kproxy-asyncio",
     "kproxy-compiled",
     "kproxy-compiled-asyncio",
-    "kproxy-2-workers",
+    WORKERS_PATH,
     "kproxy-base",
 )
 #: What `bench run` measures unless told otherwise (kproxy-base needs `bench ab --baseline`;
@@ -52,8 +53,7 @@ PATH_DESCRIPTIONS = {
     "kproxy-asyncio": "kproxy on the standard asyncio loop",
     "kproxy-compiled": "kproxy on uvloop, its hot path built with mypyc (the container image)",
     "kproxy-compiled-asyncio": "kproxy on the standard asyncio loop, its hot path built with mypyc",
-    "kproxy-2-workers": "kproxy on uvloop, runtime.workers: 2 (CPU and memory: all three "
-    "processes)",
+    WORKERS_PATH: "kproxy on uvloop, runtime.workers: 2 (CPU and memory: all three processes)",
     "kproxy-base": "kproxy at the baseline revision (bench ab --baseline), on uvloop "
     "unless bench ab --standard-loop",
 }
