@@ -3,6 +3,7 @@
 python -m bench run [--quick] [--rounds N] [--workloads a,b] [--paths x,y] [--out DIR]
 python -m bench ab WORKLOAD [--baseline REV] [--rounds N] [--scale S]
 python -m bench report RESULTS.json [--md FILE]
+python -m bench soak [--seconds S] [--rate R] [--chaos-every C]
 python -m bench list
 """
 
@@ -26,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     rep = sub.add_parser("report", help="regenerate RESULTS.md from a JSON file")
     rep.add_argument("results", type=Path)
     rep.add_argument("--md", type=Path, default=None, help="default: beside the JSON file")
+    from bench import soak
+
+    soak.add_arguments(sub.add_parser("soak", help="an hour through kproxy while brokers churn"))
     sub.add_parser("list", help="workloads and paths")
     args = parser.parse_args(argv)
 
@@ -33,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         return run.main_run(args)
     if args.cmd == "ab":
         return ab.main_ab(args)
+    if args.cmd == "soak":
+        return soak.main_soak(args)
     if args.cmd == "report":
         results = json.loads(args.results.read_text())
         md = args.md or args.results.with_name("RESULTS.md")

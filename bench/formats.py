@@ -45,3 +45,20 @@ class Verdict:
     target: str
     measured: str
     status: str  # met | missed | not measured
+
+
+def replace_marked_section(text: str, section: str, start: str, end: str, title: str) -> str:
+    """``text`` (bench/RESULTS.md) with the section between the markers ``start`` and
+    ``end`` replaced by ``section`` (which carries both), or ``section`` appended when
+    there is none; what follows the section stays. A section written before it had an
+    end marker ends at the next heading of the level of ``title``."""
+    if start not in text:
+        return text.rstrip("\n") + "\n\n" + section
+    head, rest = text.split(start, 1)
+    if end in rest:
+        tail = rest.split(end, 1)[1].lstrip("\n")
+    else:
+        after_title = rest.find(title)
+        following = rest.find("\n## ", after_title + 1 if after_title >= 0 else 0)
+        tail = rest[following + 1 :] if following >= 0 else ""
+    return head.rstrip("\n") + "\n\n" + section + ("\n" + tail if tail else "")

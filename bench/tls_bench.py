@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.clients import WARMUP
+from bench.formats import replace_marked_section
 from bench.generate import generator
 from bench.kproxy_peer import KproxyPeer
 from bench.kroxylicious_peer import KroxyliciousPeer, KroxyliciousTls
@@ -348,19 +349,8 @@ def render_section(result: dict[str, Any]) -> str:
 
 
 def replace_section(text: str, section: str) -> str:
-    """``text`` (bench/RESULTS.md) with its TLS section replaced by ``section``, or
-    ``section`` appended when it has none; what follows the section stays. A section
-    written before it had an end marker ends at the next heading of its level."""
-    if MARKER not in text:
-        return text.rstrip("\n") + "\n\n" + section
-    head, rest = text.split(MARKER, 1)
-    if END_MARKER in rest:
-        tail = rest.split(END_MARKER, 1)[1].lstrip("\n")
-    else:
-        after_title = rest.find("## TLS")
-        following = rest.find("\n## ", after_title + 1 if after_title >= 0 else 0)
-        tail = rest[following + 1 :] if following >= 0 else ""
-    return head.rstrip("\n") + "\n\n" + section + ("\n" + tail if tail else "")
+    """``text`` (bench/RESULTS.md) with its TLS section replaced by ``section``."""
+    return replace_marked_section(text, section, MARKER, END_MARKER, "## TLS")
 
 
 if __name__ == "__main__":
