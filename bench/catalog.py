@@ -87,6 +87,10 @@ def workloads(quick: bool, scale: float = 1.0) -> list[Workload]:
                  "from when each was due", "tansu", "rate", cf,
                  {"size": KIB, "rate": 48_828, "count": n(490_000, 100_000), "acks": "all"},
                  FIXED_RATE),
+        Workload("rate-1KiB-100MBps", "1 KiB messages at a fixed 100 MB/s, acks=all: latency "
+                 "from when each was due", "tansu", "rate", cf,
+                 {"size": KIB, "rate": 97_656, "count": n(980_000, 200_000), "acks": "all"},
+                 FIXED_RATE),
         Workload("connections",
                  f"{IDLE_CONNECTIONS:,} idle connections plus one busy producer (1 KiB, acks=all)",
                  "tansu", "connections", cf,

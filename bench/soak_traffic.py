@@ -161,8 +161,12 @@ class Traffic:
                 except BufferError:
                     break  # the client's queue is full: served below, then again
                 seq += 1
+            producer.poll(0)
             wait = start + seq * interval - time.perf_counter()
-            producer.poll(max(0.0, wait))
+            if wait > 0.001:
+                producer.poll(wait)  # whole milliseconds: serves acknowledgements meanwhile
+            elif wait > 0:
+                time.sleep(wait)  # poll() would round it to 0 ms and spin
         left = producer.flush(args.drain_seconds)
         if left:
             self.errors.append(f"{left} messages undelivered after the flush")
