@@ -198,8 +198,10 @@ def assemble(
 ) -> dict[str, Any]:
     windows = [line for line in lines if "window" in line]
     final = next((line for line in lines if "final" in line), None)
-    if final and final["tail"]["produce_ms"]["n"]:
-        windows.append({"window": len(windows), **final["tail"]})  # the part after the last
+    if final and final["tail"]["produce_ms"]["n"] and len(windows) * args.window < args.seconds:
+        # A run that is not a whole number of windows: its last part is one more window
+        # (acknowledgements that only arrive after the last whole window are not).
+        windows.append({"window": len(windows), **final["tail"]})
     # After the first window, while the clients ran: the last sample follows their close.
     steady = [s for s in samples if args.window <= s["t"] <= args.seconds] or samples
     for w in windows:
@@ -208,7 +210,7 @@ def assemble(
         at_end = [s for s in samples if s["t"] <= hi] or samples
         w["rss_mb"], w["fds"] = at_end[-1]["rss_mb"], at_end[-1]["fds"]
     return {
-        "command": "python -m bench soak " + " ".join(sys.argv[2:]),
+        "command": " ".join(["python -m bench soak", *sys.argv[2:]]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "revision": kproxy_revision(),
         "settings": {k: v for k, v in vars(args).items() if k != "func"},

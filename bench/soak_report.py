@@ -34,6 +34,8 @@ def _signed(value: float | None) -> str:
 
 
 def render_section(result: dict[str, Any]) -> str:
+    """The "Soak" section of bench/RESULTS.md for ``result`` (`bench.soak.assemble`):
+    what ran, a row per window, the ledger and the slopes, between its markers."""
     s = result["settings"]
     lines = [
         MARKER,

@@ -5,12 +5,14 @@ the run measured."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 import threading
 
 from bench.formats import replace_marked_section
+from bench.soak import add_arguments, assemble
 from bench.soak_report import END_MARKER, MARKER, render_section, slope_per_hour
 from bench.soak_traffic import Ledger
 from tests.peers.mock_cluster import MockCluster
@@ -127,3 +129,17 @@ def test_the_section_shows_each_window_and_the_ledger_and_replaces_itself() -> N
     twice = replace_marked_section(once, again, MARKER, END_MARKER, "## Soak")
     assert twice.count("## Soak") == 1 and "**0 lost**" in twice and "**3 lost**" not in twice
     assert twice.startswith(page.rstrip("\n"))
+
+
+def test_a_last_part_window_is_added_only_when_the_run_is_not_whole_windows() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    window = {"produce_ms": {"n": 5}, "end_to_end_ms": {"n": 5}}
+    tail = {"produce_ms": {"n": 2}, "end_to_end_ms": {"n": 2}}
+    lines = [{"window": 0, **window}, {"final": {}, "tail": tail, "errors": []}]
+    samples = [{"t": t, "rss_mb": 50.0, "fds": 20, "cpu_s": t / 10} for t in (0.0, 40.0, 70.0)]
+    whole = assemble(parser.parse_args(["--seconds", "60", "--window", "60"]), lines, samples, [])
+    assert [w["window"] for w in whole["windows"]] == [0]
+    part = assemble(parser.parse_args(["--seconds", "70", "--window", "60"]), lines, samples, [])
+    assert [w["window"] for w in part["windows"]] == [0, 1]
+    assert part["windows"][1]["produce_ms"]["n"] == 2
