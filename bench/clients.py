@@ -51,6 +51,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from bench.schedule import send_on_schedule
 from bench.stats import percentile
 
 # Every client is warmed once, before its first turn: connections, metadata, a batch.
@@ -288,7 +289,6 @@ def rate(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any]:
     producers, errors, value = _warmed_producers(args, targets, conf)
     late: dict[str, list[float]] = {path: [] for path, _b, _t in targets}
     seconds: dict[str, float] = dict.fromkeys(late, 0.0)
-    interval = 1.0 / args.rate
     now = time.perf_counter
 
     def turn(path: str, topic: str, n: int) -> float:
@@ -301,25 +301,12 @@ def rate(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any]:
             else:
                 errors.append(str(err))
 
-        start = now()
-        sent = 0
-        while sent < n:
-            at = now()
-            while sent < n and start + sent * interval <= at:
-                due = start + sent * interval
-                try:
-                    producer.produce(
-                        topic, value, partition=0, on_delivery=functools.partial(acknowledged, due)
-                    )
-                except BufferError:
-                    break  # the client's queue is full: served below, then again
-                sent += 1
-            producer.poll(0)
-            wait = start + sent * interval - now()
-            if wait > 0.001:
-                producer.poll(wait)  # whole milliseconds: serves acknowledgements meanwhile
-            elif wait > 0:
-                time.sleep(wait)
+        def send(_i: int, due: float) -> None:
+            producer.produce(
+                topic, value, partition=0, on_delivery=functools.partial(acknowledged, due)
+            )
+
+        start = send_on_schedule(producer, n, args.rate, send)
         if producer.flush(120):
             raise RuntimeError(f"{path}: messages undelivered after 120 s")
         seconds[path] += now() - start

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+T = TypeVar("T")
 
 
 def process_tree(pid: int) -> list[int]:
@@ -21,18 +24,30 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
-def _tree_files(pid: int, name: str) -> Iterator[str]:
-    """``/proc/PID/name`` of ``pid`` and of each descendant still alive (a descendant
-    gone since it was listed is skipped; ``pid`` itself must be there)."""
+def _each_in_tree(pid: int, read: Callable[[int], T]) -> Iterator[T]:
+    """``read(member)`` for ``pid`` and each descendant still alive (a descendant gone
+    since it was listed is skipped; ``pid`` itself must be there)."""
     for member in process_tree(pid):
         try:
-            with open(f"/proc/{member}/{name}") as fh:
-                text = fh.read()
+            yield read(member)
         except OSError:
             if member == pid:
                 raise
-            continue
-        yield text
+
+
+def _read_proc(member: int, name: str) -> str:
+    with open(f"/proc/{member}/{name}") as fh:
+        return fh.read()
+
+
+def _tree_files(pid: int, name: str) -> Iterator[str]:
+    """``/proc/PID/name`` of ``pid`` and of each descendant still alive."""
+    return _each_in_tree(pid, functools.partial(_read_proc, name=name))
+
+
+def open_descriptors(pid: int) -> int:
+    """Open descriptors of ``pid`` and its descendants (a supervisor's workers)."""
+    return sum(_each_in_tree(pid, lambda member: len(os.listdir(f"/proc/{member}/fd"))))
 
 
 def cpu_times(pid: int) -> tuple[float, float]:

@@ -34,26 +34,14 @@ from typing import Any
 from bench.formats import replace_marked_section
 from bench.kproxy_peer import KproxyPeer
 from bench.machine import kproxy_revision
-from bench.procfs import cpu_seconds, memory_kb, process_tree
+from bench.peers import BENCH, REPO
+from bench.procfs import cpu_seconds, memory_kb, open_descriptors
 from bench.soak_report import END_MARKER, MARKER, render_section, slope_per_hour
 from tests.peers.kafka_cluster import KafkaCluster
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS_JSON = REPO / "bench" / "soak_results.json"
-RESULTS_MD = REPO / "bench" / "RESULTS.md"
+RESULTS_JSON = BENCH / "soak_results.json"
+RESULTS_MD = BENCH / "RESULTS.md"
 TOPIC = "soak"
-
-
-def open_descriptors(pid: int) -> int:
-    """Open descriptors of ``pid`` and its descendants (a supervisor's workers)."""
-    total = 0
-    for member in process_tree(pid):
-        try:
-            total += len(os.listdir(f"/proc/{member}/fd"))
-        except OSError:
-            if member == pid:
-                raise
-    return total
 
 
 class KafkaChaos:
@@ -213,7 +201,7 @@ def assemble(
         "command": " ".join(["python -m bench soak", *sys.argv[2:]]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "revision": kproxy_revision(),
-        "settings": {k: v for k, v in vars(args).items() if k != "func"},
+        "settings": dict(vars(args)),
         "cpus": os.cpu_count(),
         "windows": windows,
         "chaos": chaos,

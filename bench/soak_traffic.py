@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Any
 
+from bench.schedule import send_on_schedule
 from bench.stats import percentile
 
 _HEADER = struct.Struct(">Qd")  # sequence number, wall-clock time it was due
@@ -134,8 +135,7 @@ class Traffic:
             }
         )
         padding = bytes(max(0, args.size - _HEADER.size))
-        interval = 1.0 / args.rate
-        start_wall, start = time.time(), time.perf_counter()
+        wall_offset = time.time() - time.perf_counter()  # a due time on the wall clock
 
         def acknowledged(seq: int, due: float, err: Any, _msg: Any) -> None:
             took = (time.perf_counter() - due) * 1000.0
@@ -147,26 +147,14 @@ class Traffic:
                     self.ledger.failed += 1
                     self.errors.append(str(err))
 
-        seq = 0
-        total = round(args.seconds * args.rate)  # due in [0, seconds)
-        while seq < total:
-            now = time.perf_counter()
-            while seq < total and start + seq * interval <= now:
-                due = start + seq * interval
-                value = _HEADER.pack(seq, start_wall + seq * interval) + padding
-                try:
-                    producer.produce(
-                        args.topic, value, on_delivery=functools.partial(acknowledged, seq, due)
-                    )
-                except BufferError:
-                    break  # the client's queue is full: served below, then again
-                seq += 1
-            producer.poll(0)
-            wait = start + seq * interval - time.perf_counter()
-            if wait > 0.001:
-                producer.poll(wait)  # whole milliseconds: serves acknowledgements meanwhile
-            elif wait > 0:
-                time.sleep(wait)  # poll() would round it to 0 ms and spin
+        def send(seq: int, due: float) -> None:
+            value = _HEADER.pack(seq, due + wall_offset) + padding
+            producer.produce(
+                args.topic, value, on_delivery=functools.partial(acknowledged, seq, due)
+            )
+
+        # Due in [0, seconds).
+        send_on_schedule(producer, round(args.seconds * args.rate), args.rate, send)
         left = producer.flush(args.drain_seconds)
         if left:
             self.errors.append(f"{left} messages undelivered after the flush")
