@@ -8,7 +8,9 @@ this server, on `admin.bind_host`:`admin.port`, asks every worker and answers on
 * `/readyz`: ready when every worker is ready, else the first worker's reason not to be;
 * `/topology`: the first worker that answers (each learns the same cluster), under
   `admin.topology` as a single process serves it;
-* `/healthz`: 200 while the supervisor runs.
+* `/healthz`: 200 while the supervisor runs;
+* `POST /switchover`: passed to every worker at once (each fences and moves its own
+  connections); 200 when every worker switched.
 
 A worker that does not answer within `admin.request_timeout_seconds` (it is restarting)
 leaves the scrape without its series for that moment, and makes `/readyz` say so.
@@ -63,21 +65,25 @@ class FleetAdmin:
         self.requested_port = settings.admin.port
         self.topology = settings.admin.topology
         self.timeout = settings.admin.request_timeout_seconds
+        # A switchover answers once its fence is over and the target has answered.
+        self.switchover_seconds = float(settings.switchover.fence_seconds) + 60.0
         self.sockets = sockets
         self.counts = counts
         self._runner: web.AppRunner | None = None
         self.port = 0
 
-    async def ask(self, path: str) -> list[WorkerAnswer]:
+    async def ask(
+        self, path: str, method: str = "GET", seconds: float | None = None
+    ) -> list[WorkerAnswer]:
         """Every live worker's answer to `path`, in worker order."""
 
         async def one(index: int, socket_path: str) -> WorkerAnswer:
             try:
                 connector = aiohttp.UnixConnector(path=socket_path)
-                timeout = aiohttp.ClientTimeout(total=self.timeout)
+                timeout = aiohttp.ClientTimeout(total=seconds or self.timeout)
                 async with (
                     aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
-                    session.get(f"http://worker{path}") as response,
+                    session.request(method, f"http://worker{path}") as response,
                 ):
                     return WorkerAnswer(index, response.status, await response.read())
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -132,7 +138,18 @@ class FleetAdmin:
                     return web.Response(body=answer.body, content_type="application/json")
             return json_response({"error": "no worker answered"}, 503)
 
+        async def switchover(request: web.Request) -> web.Response:
+            if not is_loopback(request.remote):
+                return json_response(
+                    {"error": "/switchover is served to loopback clients only"}, 403
+                )
+            answers = await self.ask(request.path_qs, "POST", self.switchover_seconds)
+            if not answers:
+                return json_response({"error": "no worker is running"}, 503)
+            return switchover_answer(answers)
+
         app = web.Application()
+        app.router.add_post("/switchover", switchover)
         app.router.add_get("/metrics", metrics)
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/readyz", readyz)
@@ -151,6 +168,22 @@ class FleetAdmin:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+
+
+def switchover_answer(answers: Sequence[WorkerAnswer]) -> web.Response:
+    """Every worker switched: 200 with each one's summary; else the first refusal's
+    status (502 for a worker that did not answer), each worker's answer beside it."""
+    workers: list[Any] = []
+    status = 200
+    for answer in answers:
+        try:
+            body: Any = json.loads(answer.body) if answer.status else {"error": answer.error}
+        except ValueError:
+            body = {"error": answer.body.decode(errors="replace")}
+        workers.append({"worker": answer.index, **body})
+        if status == 200 and answer.status != 200:
+            status = answer.status or 502
+    return json_response({"workers": workers}, status)
 
 
 def _reason(body: bytes) -> str:

@@ -18,7 +18,13 @@ listener table, both only when asked.
                        "leader": 1, "leader_epoch": 7 | null, "changed_at": "...Z" | null}]}
 
   `listener_state` is binding, serving, failed, closed, or none (no listener yet);
-  `changed_at` is null until kproxy saw that partition's leader move.
+  `changed_at` is null until kproxy saw that partition's leader move; `cluster` names
+  the upstream cluster served now, every configured one, and a switchover's target while
+  one is under way.
+* `POST /switchover?cluster=NAME` (loopback clients only): move every client to the
+  configured cluster NAME (`kproxy.runtime.switchover`); 200 with the switchover's
+  summary once it is done, or 404 (no such cluster), 409 (already active, or another
+  under way), 503 (unreachable now) with `{"error", "reason"}` and nothing changed.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kproxy.admin")
 
+# A refused switchover's HTTP status, by reason (kproxy.runtime.switchover).
+_REFUSAL_STATUS = {"unknown": 404, "unreachable": 503, "tls": 503}
+
 
 class ProxyStatus(Protocol):
     """What the admin server reads from the running proxy (`kproxy.runtime.Proxy`)."""
@@ -47,6 +56,10 @@ class ProxyStatus(Protocol):
     def readiness(self) -> tuple[bool, str]: ...
 
     def topology(self) -> dict[str, Any]: ...
+
+    async def switch(self, cluster: str) -> dict[str, Any]:
+        """A switchover's summary, or {"error", "reason"} when it was refused."""
+        ...
 
 
 class _Status:
@@ -62,11 +75,15 @@ def json_response(body: dict[str, Any], status: int = 200) -> web.Response:
 
 
 def make_app(
-    observer: Observability, status: _Status, topology: bool | str = True
+    observer: Observability,
+    status: _Status,
+    topology: bool | str = True,
+    supervised: bool = False,
 ) -> web.Application:
     """The admin application: `observer` supplies metrics and the leader table,
     `status.proxy` readiness and the node table. `topology`: serve /topology (True), not
-    at all (False), or only to loopback peers ("loopback")."""
+    at all (False), or only to loopback peers ("loopback"). `supervised`: a worker's, on
+    the socket only its supervisor reads (which decides who may switch)."""
 
     async def metrics(request: web.Request) -> web.Response:
         # Prometheus asks for OpenMetrics or the text format in its Accept header.
@@ -102,7 +119,20 @@ def make_app(
         body["partitions"] = observer.partitions(request.query.get("topic"))
         return json_response(body)
 
+    async def switchover(request: web.Request) -> web.Response:
+        if not (supervised or is_loopback(request.remote)):
+            return json_response({"error": "/switchover is served to loopback clients only"}, 403)
+        proxy, target = status.proxy, request.query.get("cluster")
+        if not target:
+            return json_response({"error": "name the target: /switchover?cluster=NAME"}, 400)
+        if proxy is None:
+            return json_response({"error": "the proxy has not started"}, 503)
+        answer = await proxy.switch(target)
+        refused = answer.get("reason")
+        return json_response(answer, 200 if refused is None else _REFUSAL_STATUS.get(refused, 409))
+
     app = web.Application()
+    app.router.add_post("/switchover", switchover)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
@@ -150,7 +180,7 @@ class AdminServer:
         """Bind and serve; raises OSError when the address cannot be bound."""
         if self._runner is not None:
             return
-        app = make_app(self.observer, self._status, self.topology)
+        app = make_app(self.observer, self._status, self.topology, bool(self.unix_path))
         runner = await serve_app(
             app, self.request_timeout, self.bind_host, self.requested_port, self.unix_path
         )

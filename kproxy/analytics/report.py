@@ -24,6 +24,7 @@ from kproxy.analytics.report_html import (
     stamp,
     table,
 )
+from kproxy.analytics.report_switchover import switchover_section
 from kproxy.analytics.summary import figures, fmt_ms
 
 __all__ = ["render_report"]
@@ -369,6 +370,7 @@ def render_report(a: Analysis) -> str:
             _affected_section(a),
             _connections_section(a),
             audit_section(a.rows, a.total_rows),
+            switchover_section(a.rows, a.total_rows),
             _tables_section(a),
         ]
     )

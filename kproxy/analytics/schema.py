@@ -83,6 +83,16 @@ FIELD_TYPES: Final[dict[str, str]] = {
     "resources": "array<string>",
     "failed": "array<string>",
     "error_codes": "array<int>",
+    "phase": "string",
+    "trigger": "string",
+    "from_cluster": "string",
+    "to_cluster": "string",
+    "connections": "int",
+    "fence_ms": "double",
+    "drained": "int",
+    "cut": "int",
+    "reason": "string",
+    "detail": "string",
 }
 
 # Fields docs/events.md never writes as null. A line of a known type without one of
@@ -95,6 +105,7 @@ REQUIRED_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "connection": ("action", "listener"),
     "request_sample": ("api", "version", "total_ms", "upstream_ms"),
     "audit": ("action", "listener", "principal", "api", "resources", "outcome"),
+    "switchover": ("phase", "trigger", "from_cluster", "to_cluster"),
 }
 
 

@@ -124,6 +124,9 @@ def _echo(value: Any) -> str:
 def describe_validation_error(exc: ValidationError, root: type[BaseModel]) -> ConfigError:
     """The first problem pydantic found (an unknown key before anything else)."""
     errors = exc.errors(include_url=False)
+    # With `clusters`, `cluster` is a copy of the active one: its problems are named there.
+    if any(e["loc"][:1] == ("clusters",) for e in errors):
+        errors = [e for e in errors if e["loc"][:1] != ("cluster",)] or errors
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     kind = first["type"]
     loc = tuple(first["loc"])

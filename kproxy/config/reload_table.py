@@ -13,6 +13,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from pydantic import BaseModel
+
 from kproxy.config.settings import parse_config
 
 if TYPE_CHECKING:
@@ -53,6 +55,10 @@ LIVE: Final[dict[str, str]] = {
     "quotas.samples": "at once (every rate starts afresh)",
     "principals.tls_mapping_rules": "new client connections",
     "principals.oauthbearer_claim": "new client connections",
+    "clusters": "the clusters a switchover may move to (the active one's as cluster.* says)",
+    "switchover.active": "a switchover to the cluster it names (the fence, then clients move)",
+    "switchover.fence_seconds": "the next switchover",
+    "switchover.failover": "at once",
     "log.level": "at once",
     "shutdown.grace_seconds": "at once",
 }
@@ -79,6 +85,9 @@ def _changes(old: Settings, new: Settings) -> list[str]:
         before, after = getattr(old, section), getattr(new, section)
         if before == after:
             continue
+        if not isinstance(before, BaseModel):  # clusters: one key for the whole mapping
+            keys.append(section)
+            continue
         for name in type(before).model_fields:
             if getattr(before, name) != getattr(after, name):
                 keys.append(f"{section}.{name}")
@@ -102,6 +111,9 @@ def plan(old: Settings, new: Settings) -> ReloadPlan:
             restart.append(key)
             continue
         applied.append(key)
+        if "." not in key:
+            merged[key] = new.model_dump()[key]
+            continue
         section, name = key.split(".", 1)
         merged[section][name] = getattr(new, section).model_dump()[name]
     # Validated again: the mix of running and new values must hold together (ports), and

@@ -25,14 +25,14 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import (
     BeforeValidator,
     Field,
-    PrivateAttr,
     Strict,
     ValidationError,
     model_validator,
 )
 
 from kproxy.config.authorization import AuthorizationSettings
-from kproxy.config.errors import FILE_PATH, ConfigError, describe_validation_error, key_segment
+from kproxy.config.cluster import ClusterSettings
+from kproxy.config.errors import FILE_PATH, ConfigError, describe_validation_error
 from kproxy.config.events import EventSettings, KafkaSinkSettings
 from kproxy.config.limits import LimitSettings
 from kproxy.config.policy import ApiPolicySettings
@@ -44,11 +44,16 @@ from kproxy.config.quotas import QuotaSettings
 from kproxy.config.runtime import RuntimeSettings
 from kproxy.config.sasl import ClusterSaslSettings
 from kproxy.config.section import Section
+from kproxy.config.switchover import (
+    CLUSTER_NAME_PATTERN,
+    ClusterName,
+    SwitchoverSettings,
+    active_cluster,
+)
 from kproxy.config.tenancy import TenancySettings
 from kproxy.config.tls import ClusterTlsSettings, ListenerTlsSettings, SniSettings
 from kproxy.config.types import (
     Bool,
-    BrokerAddress,
     Host,
     NodeIdKey,
     NodePort,
@@ -64,9 +69,7 @@ from kproxy.protocol.hostport import (
     MAX_PORT,
     HostPort,
     format_host_port,
-    is_valid_host,
     is_wildcard,
-    normalize_host,
     parse_host_port,
 )
 from kproxy.session.authorization import Authorizer
@@ -96,6 +99,7 @@ __all__ = [
     "Settings",
     "ShutdownSettings",
     "SniSettings",
+    "SwitchoverSettings",
     "format_host_port",
     "load_config",
     "parse_config",
@@ -103,66 +107,7 @@ __all__ = [
 ]
 
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
-class ClusterSettings(Section):
-    """The upstream Kafka cluster."""
-
-    bootstrap_servers: Annotated[tuple[BrokerAddress, ...], Field(min_length=1)]
-    dial_overrides: dict[str, str] = Field(
-        default_factory=dict,
-        description="advertised host:port -> dial host:port, or advertised host -> dial host "
-        "(same port)",
-    )
-    connect_timeout_seconds: PositiveSeconds = 10.0
-    tls: ClusterTlsSettings | None = Field(
-        None, description="TLS to the brokers (absent: plaintext)"
-    )
-    sasl: ClusterSaslSettings | None = Field(
-        None,
-        description="kproxy's own authentication (discovery) on a SASL listener; clients "
-        "authenticate for themselves through kproxy either way",
-    )
-    _exact: dict[HostPort, HostPort] = PrivateAttr(default_factory=dict)
-    _by_host: dict[str, str] = PrivateAttr(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _parse_overrides(self) -> ClusterSettings:
-        seen: dict[object, str] = {}
-        for key, value in self.dial_overrides.items():
-            at = f"dial_overrides.{key_segment(key)}"
-            try:
-                host, port = parse_host_port(key)
-            except ValueError:
-                # A bare host maps a name to another host, keeping each broker's port:
-                # the cluster's DNS names, resolved for kproxy alone.
-                if ":" in key or not is_valid_host(key):
-                    raise fail(at, "key must be host:port or host") from None
-                if ":" in value or not is_valid_host(value):
-                    raise fail(at, "must be a host (the key has no port)") from None
-                name = normalize_host(key)
-                if name in seen:
-                    raise fail(at, f"same broker host as {seen[name]!r}") from None
-                seen[name] = key
-                self._by_host[name] = value
-                continue
-            normalized = (normalize_host(host), port)
-            if normalized in seen:
-                raise fail(at, f"same broker address as {seen[normalized]!r}")
-            seen[normalized] = key
-            try:
-                self._exact[normalized] = parse_host_port(value)
-            except ValueError:
-                raise fail(at, "must be host:port") from None
-        return self
-
-    def dial_address(self, host: str, port: int) -> HostPort:
-        """The address to connect to for a broker advertised as ``host:port``."""
-        name = normalize_host(host)
-        exact = self._exact.get((name, port))
-        if exact is not None:
-            return exact
-        return self._by_host.get(name, host), port
+DEFAULT_CLUSTER: Final = "default"  # the name of a configuration's one `cluster`
 
 
 class ListenerSettings(Section):
@@ -325,12 +270,18 @@ class Settings(Section):
     quorum: QuorumSettings = Field(default_factory=QuorumSettings)
     quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     principals: PrincipalSettings = Field(default_factory=PrincipalSettings)
+    clusters: dict[ClusterName, ClusterSettings] = Field(
+        default_factory=dict, description="upstream clusters by name (instead of cluster)",
+        json_schema_extra={"propertyNames": {"pattern": CLUSTER_NAME_PATTERN}},
+    )  # fmt: skip
+    switchover: SwitchoverSettings = Field(default_factory=SwitchoverSettings)
 
     @model_validator(mode="before")
     @classmethod
     def _null_sections_mean_defaults(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
             data = {k: v for k, v in data.items() if v is not None or k == "cluster"}
+            data = active_cluster(data)
             if data.get("cluster") is None:
                 data["cluster"] = {}
         return data
@@ -357,6 +308,16 @@ class Settings(Section):
         )
         return self
 
+    def upstreams(self) -> dict[str, ClusterSettings]:
+        """Every upstream cluster by name: `clusters`, or the one `cluster` as "default"."""
+        return dict(self.clusters) if self.clusters else {DEFAULT_CLUSTER: self.cluster}
+
+    def active_name(self) -> str:
+        """The name of the cluster this file serves (`switchover.active`)."""
+        if not self.clusters:
+            return DEFAULT_CLUSTER
+        return self.switchover.active or next(iter(self.clusters))
+
 
 def parse_config(data: Any) -> Settings:
     """Validate an already-loaded YAML document (the top-level mapping)."""
@@ -377,4 +338,6 @@ def config_json_schema() -> dict[str, Any]:
     """The JSON Schema of kproxy's YAML configuration (`kproxy config-schema`)."""
     schema = Settings.model_json_schema()
     schema["title"] = "kproxy configuration"
+    del schema["required"]  # cluster, or clusters (kproxy.config.switchover)
+    schema["anyOf"] = [{"required": ["cluster"]}, {"required": ["clusters"]}]
     return schema

@@ -49,6 +49,7 @@ NODE_DISCOVERED: Final = "node_discovered"
 CONNECTION: Final = "connection"
 AUDIT: Final = "audit"
 REQUEST_SAMPLE: Final = "request_sample"
+SWITCHOVER: Final = "switchover"
 EVENT_TYPES: Final = (
     LEADER_CHANGE,
     REDIRECT,
@@ -57,6 +58,7 @@ EVENT_TYPES: Final = (
     CONNECTION,
     REQUEST_SAMPLE,
     AUDIT,
+    SWITCHOVER,
 )
 
 # Every event type's own fields, in the order they are written (after schema, type,
@@ -102,6 +104,19 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "mechanism",
         "reauthentication",
         "tenant",
+    ),
+    SWITCHOVER: (
+        "phase",
+        "trigger",
+        "from_cluster",
+        "to_cluster",
+        "connections",
+        "fence_ms",
+        "ms",
+        "drained",
+        "cut",
+        "reason",
+        "detail",
     ),
 }
 COMMON_FIELDS: Final = ("schema", "type", "ts", "proxy")

@@ -9,9 +9,16 @@ only when asked for (`metrics.principal_labels: N`), on two, and then at most N 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from kproxy.observe.metric_kinds import COUNTER, GAUGE, HISTOGRAM, MetricSpec
+from kproxy.observe.switchover_specs import (
+    ACTIVE_CLUSTER,
+    SWITCHOVER_CONNECTIONS,
+    SWITCHOVER_FENCE,
+    SWITCHOVERS,
+)
 
-COUNTER, GAUGE, HISTOGRAM = "counter", "gauge", "histogram"
+__all__ = ["ACTIVE_CLUSTER", "COUNTER", "GAUGE", "HISTOGRAM", "SWITCHOVERS",
+           "SWITCHOVER_CONNECTIONS", "SWITCHOVER_FENCE", "MetricSpec"]  # fmt: skip
 
 # Kafka request latencies: from sub-millisecond metadata calls to Fetch long polls
 # (fetch.max.wait.ms, 500 ms by default) and acks=all produces under load.
@@ -26,16 +33,6 @@ RECOVERY_BUCKETS = (
 
 BOOTSTRAP_NODE = "bootstrap"  # the from_node of a response that came through bootstrap
 WITH_ENDPOINT, WITHOUT_ENDPOINT = "with_endpoint", "without_endpoint"
-
-
-class MetricSpec(NamedTuple):
-    name: str  # as exposed (counters end in _total)
-    kind: str
-    labels: tuple[str, ...]
-    help: str
-    buckets: tuple[float, ...] = ()
-    topic_labels_only: bool = False  # registered only with metrics.topic_labels: true
-    principal_labels_only: bool = False  # registered only with metrics.principal_labels: N
 
 
 LEADER_CHANGES = MetricSpec(

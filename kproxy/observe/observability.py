@@ -26,10 +26,10 @@ from kproxy.observe.events import (
 from kproxy.observe.leadership import NO_FACTS, LeaderTable, topic_id_text
 from kproxy.observe.metrics import KproxyMetrics
 from kproxy.observe.sampling import next_gap, sample_fields
+from kproxy.observe.switchover_record import SwitchoverRecord
 from kproxy.observe.worker_claims import WorkerClaims
 from kproxy.protocol.apis import METADATA_TOPIC, api_name
 from kproxy.protocol.walker import LeaderObservation
-from kproxy.runtime.observer import ProxyObserver
 from kproxy.session.audit import REFUSE, AuditRecord
 from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kproxy.observability")
 
 
-class Observability(ProxyObserver):
+class Observability(SwitchoverRecord):
     """Metrics + leader table + event log behind the runtime's observer hooks."""
 
     def __init__(

@@ -67,6 +67,15 @@ class AddressMap:
         self.dial_address = cluster.dial_address
         self._port_for_node = listeners.port_for_node
 
+    def serve_cluster(self, cluster: ClusterSettings) -> None:
+        """A switchover: another cluster's bootstrap servers and dial addresses, and none
+        of the old one's nodes (each is learned again from the new cluster). Node N keeps
+        its kproxy port whichever cluster it belongs to: clients' addresses do not move."""
+        self.bootstrap = list(cluster.bootstrap_servers)
+        self.dial_address = cluster.dial_address
+        self.advertised.clear()
+        self._next_bootstrap = 0
+
     # -- kproxy's side ---------------------------------------------------------------------
     def port_for_node(self, node_id: int) -> int | None:
         """The configured port (0: OS-chosen), or None when node_id cannot be mapped."""

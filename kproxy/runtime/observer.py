@@ -7,6 +7,7 @@ Every method is called after the bytes it describes were handed to the transport
 from __future__ import annotations
 
 from collections.abc import Callable, Container
+from typing import Any
 
 from kproxy.protocol.walker import LeaderObservation
 from kproxy.session.audit import AuditRecord
@@ -164,3 +165,14 @@ class ProxyObserver:
 
     def cluster_reached(self) -> None:
         pass
+
+    def active_cluster(self, name: str, names: list[str]) -> None:
+        """`name` of the configured `names` is served now (kproxy.runtime.switchover)."""
+
+    def switchover(
+        self, phase: str, trigger: str, source: str, target: str, facts: dict[str, Any]
+    ) -> None:
+        """A switchover fenced, completed or was refused; `facts` as its summary says."""
+
+    def switchover_held(self) -> None:
+        """A new connection waits for a switchover's fence before it dials."""

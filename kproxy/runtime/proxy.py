@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,8 @@ from kproxy.runtime.quotas import quota_book
 from kproxy.runtime.ratelog import RateLimitedLog
 from kproxy.runtime.registry import ConnectionRegistry
 from kproxy.runtime.services import ConnectionServices
-from kproxy.runtime.tls import ServerTls, client_context
+from kproxy.runtime.switchover import Switchover, SwitchRefused
+from kproxy.runtime.tls import ServerTls, upstream_context
 from kproxy.runtime.tls_reload import CertificateReloader
 from kproxy.runtime.upstream import FD_EXHAUSTED
 from kproxy.session import SessionLimits
@@ -45,21 +45,6 @@ def session_limits(limits: LimitSettings) -> SessionLimits:
     return SessionLimits(
         limits.max_frame_bytes, limits.max_in_flight_requests, limits.stream_responses_after_bytes
     )
-
-
-def _upstream_context(settings: Settings) -> ssl.SSLContext | None:
-    """`cluster.tls` as a context (at start and on every reload that brings it), with the
-    warning an unchecked broker name deserves each time."""
-    tls = settings.cluster.tls
-    if tls is None:
-        return None
-    if not tls.verify_hostname:
-        log.warning(
-            "cluster.tls.verify_hostname is false: kproxy does not check that a broker's "
-            "certificate names that broker; anyone with a certificate from the trusted CAs "
-            "can stand in for any broker"
-        )
-    return client_context(tls)
 
 
 class Proxy:
@@ -93,7 +78,7 @@ class Proxy:
         self.certificates = (
             CertificateReloader(self.client_tls, self.observer) if self.client_tls else None
         )
-        upstream_tls = _upstream_context(settings)
+        upstream_tls = upstream_context(settings.cluster)
         self.discovery = ClusterDiscovery(
             self.addresses,
             self.listeners,
@@ -134,6 +119,7 @@ class Proxy:
             self.quotas,
             self.principals,
         )
+        self.switchover = Switchover(settings, self.services, self.observer)
         self._tasks: list[asyncio.Task[None]] = []
         self._accept_errors = RateLimitedLog(log)
 
@@ -159,6 +145,7 @@ class Proxy:
         self._tasks = [
             loop.create_task(self.discovery.run()),
             loop.create_task(self.registry.run_sweeps()),
+            loop.create_task(self.switchover.watch()),
         ]
         if self.certificates is not None:
             self._tasks.append(loop.create_task(self.certificates.watch()))
@@ -184,12 +171,17 @@ class Proxy:
         """A reloaded configuration's live keys (`kproxy.config.reload_table.LIVE`), for new
         connections and at once; established connections keep what they were opened
         with. TLS files are loaded first: on TlsSetupError nothing has changed."""
-        cluster, lst, limits = settings.cluster, settings.listeners, settings.limits
-        upstream_tls = _upstream_context(settings)
+        lst, limits = settings.listeners, settings.limits
+        # The cluster served now, as the new file describes it: a switchover may have
+        # moved away from the one the file names (a change of that name is one, below).
+        switchover = self.switchover
+        switchover.configure(settings)
+        cluster = switchover.active_settings()
+        upstream_tls = upstream_context(cluster)
         tls_changed = lst.tls != self.settings.listeners.tls
         if self.client_tls is not None and lst.tls is not None and tls_changed:
             self.client_tls.replace(lst.tls)
-        self.settings = settings
+        previous, self.settings = self.settings, settings
         self.addresses.configure(cluster, lst)
         if self.quorum is not None:
             self.quorum.configure(cluster.dial_address)
@@ -209,6 +201,16 @@ class Proxy:
         self.registry.set_limits(limits)
         configure_quotas(self.quotas, settings.quotas)
         self.principals.configure(settings.principals)
+        if previous.active_name() != settings.active_name():
+            switchover.start(settings.active_name(), "reload")
+
+    async def switch(self, cluster: str) -> dict[str, Any]:
+        """The admin endpoint's switchover (`kproxy.runtime.switchover`): its summary, or
+        why it was refused."""
+        try:
+            return await self.switchover.switch(cluster, "admin")
+        except SwitchRefused as refused:
+            return {"error": str(refused), "reason": refused.reason}
 
     def reload_certificates(self, trigger: str) -> bool:
         """SIGHUP: load the listeners' TLS files again (True when there are none)."""
@@ -321,7 +323,12 @@ class Proxy:
                     else ("sni" if addresses.sni is not None else "none"),
                 }
             )
-        view = {"cluster_reached": self.discovery.reached, "bootstrap": bootstrap, "nodes": nodes}
+        view = {
+            "cluster": self.switchover.view(),
+            "cluster_reached": self.discovery.reached,
+            "bootstrap": bootstrap,
+            "nodes": nodes,
+        }
         if self.quotas.active:  # the clients a quota throttles now (quotas)
             view["throttled"] = self.quotas.throttled(time.perf_counter())  # as sessions
         if self.quorum is not None:

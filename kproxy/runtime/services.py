@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 
@@ -76,6 +77,9 @@ class ConnectionServices:
         self.quorum = quorum  # quorum.controllers, when kproxy carries a KRaft quorum
         # listeners.proxy_protocol, when a header is read (mode optional or required)
         self.proxy_protocol = proxy_protocol
+        # Set while a switchover fences (kproxy.runtime.switchover): new connections wait
+        # for it before they dial.
+        self.fence: asyncio.Event | None = None
         self.quotas = quotas  # client quotas (`quotas`), one book shared by every connection
         # Controller ports serve the whole controller plane and refuse nothing: the
         # controller behind each answers as it would on its own listener.

@@ -10,6 +10,7 @@ files changes nothing: the running certificate stays and the reason is logged.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import ssl
 import weakref
@@ -17,7 +18,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
+    from kproxy.config.settings import ClusterSettings
     from kproxy.config.tls import ClusterTlsSettings, ListenerTlsSettings, TlsVersion
+
+log = logging.getLogger("kproxy.tls")
 
 __all__ = [
     "ServerTls",
@@ -28,6 +32,7 @@ __all__ = [
     "failure_reason",
     "failure_text",
     "server_context",
+    "upstream_context",
 ]
 
 _VERSIONS: Final = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
@@ -114,6 +119,21 @@ def client_context(settings: ClusterTlsSettings) -> ssl.SSLContext:
         password = settings.key_password.get_secret_value() if settings.key_password else None
         _load_chain(ctx, "cluster.tls", settings.certificate, settings.key, password)
     return ctx
+
+
+def upstream_context(cluster: ClusterSettings) -> ssl.SSLContext | None:
+    """A cluster's `tls` as a context (at start, on every reload that brings it, and for
+    a switchover's target), with the warning an unchecked broker name deserves each time."""
+    tls = cluster.tls
+    if tls is None:
+        return None
+    if not tls.verify_hostname:
+        log.warning(
+            "cluster.tls.verify_hostname is false: kproxy does not check that a broker's "
+            "certificate names that broker; anyone with a certificate from the trusted CAs "
+            "can stand in for any broker"
+        )
+    return client_context(tls)
 
 
 def _stamp(paths: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:

@@ -132,6 +132,14 @@ async def dial(client: ClientConnection) -> UpstreamConnection | None:
     """Connect to the broker the client's listener stands for (any bootstrap server for
     the bootstrap listener); None, with the client closed, when none answers."""
     svc = client.services
+    fence = svc.fence
+    if fence is not None:
+        # A switchover is moving the cluster: no connection reaches either cluster until
+        # it is done, then this one dials the new cluster (kproxy.runtime.switchover).
+        svc.observer.switchover_held()
+        await fence.wait()
+        if client.closed:
+            return None
     targets: list[DialTarget]
     tls = svc.upstream_tls
     if client.controller and svc.quorum is not None and client.node_id is not None:

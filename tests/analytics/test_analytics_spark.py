@@ -405,3 +405,46 @@ def test_the_audit_tables(spark: SparkSession) -> None:
     assert [r.asDict() for r in tables["audit_by_tenant"]] == [
         {"tenant": "b", "changes": 1, "failed": 0, "refusals": 1},
     ]
+
+
+SWITCHOVER_LINES = [
+    '{"schema":1,"type":"switchover","ts":"2026-12-06T10:00:00.000000Z","proxy":"p-1",'
+    '"phase":"fenced","trigger":"admin","from_cluster":"blue","to_cluster":"green",'
+    '"connections":8,"fence_ms":null,"ms":null,"drained":null,"cut":null,"reason":null,'
+    '"detail":null}',
+    '{"schema":1,"type":"switchover","ts":"2026-12-06T10:00:00.500000Z","proxy":"p-1",'
+    '"phase":"completed","trigger":"admin","from_cluster":"blue","to_cluster":"green",'
+    '"connections":null,"fence_ms":480.5,"ms":512.25,"drained":7,"cut":1,"reason":null,'
+    '"detail":null}',
+    '{"schema":1,"type":"switchover","ts":"2026-12-06T11:00:00.000000Z","proxy":"p-1",'
+    '"phase":"refused","trigger":"reload","from_cluster":"green","to_cluster":"red",'
+    '"connections":null,"fence_ms":null,"ms":null,"drained":null,"cut":null,'
+    '"reason":"unknown","detail":"no cluster named \'red\' (clusters: blue, green)"}',
+]
+
+
+def test_the_switchover_table_and_its_report_section(spark: SparkSession) -> None:
+    """One row per switchover that completed or was refused, newest first; the fenced
+    phase is not a row of its own."""
+    from kproxy.analytics.inputs import OK, classify
+    from kproxy.analytics.report_switchover import switchover_section
+    from kproxy.analytics.switchover_tables import switchovers
+
+    lines = spark.createDataFrame(
+        [(line, "f") for line in SWITCHOVER_LINES], "value string, file string"
+    )
+    events = classify(lines).filter(F.col("status") == OK)
+    assert events.count() == len(SWITCHOVER_LINES)
+    rows = [r.asDict() for r in switchovers(events).drop("ts").collect()]
+    assert rows == [
+        {"proxy": "p-1", "trigger": "reload", "from_cluster": "green", "to_cluster": "red",
+         "outcome": "refused", "fence_ms": None, "ms": None, "drained": None, "cut": None,
+         "reason": "unknown", "detail": "no cluster named 'red' (clusters: blue, green)"},
+        {"proxy": "p-1", "trigger": "admin", "from_cluster": "blue", "to_cluster": "green",
+         "outcome": "completed", "fence_ms": 480.5, "ms": 512.25, "drained": 7, "cut": 1,
+         "reason": None, "detail": None},
+    ]  # fmt: skip
+    html = switchover_section(lambda _name: rows, lambda _name: len(rows))
+    assert "<h2>Cluster switchovers</h2>" in html
+    assert "480 ms" in html and "no cluster named &#x27;red&#x27;" in html
+    assert switchover_section(lambda _name: [], lambda _name: 0) == ""

@@ -184,7 +184,8 @@ def test_committed_json_schema_matches_the_code() -> None:
 def test_json_schema_rejects_unknown_keys_and_describes_bounds() -> None:
     schema = config_json_schema()
     assert schema["additionalProperties"] is False
-    assert schema["required"] == ["cluster"]
+    # One cluster, or several by name (switchover): either section, at least one.
+    assert schema["anyOf"] == [{"required": ["cluster"]}, {"required": ["clusters"]}]
     listeners = schema["$defs"]["ListenerSettings"]
     assert listeners["additionalProperties"] is False
     assert listeners["properties"]["bootstrap_port"]["maximum"] == 65535

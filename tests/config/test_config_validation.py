@@ -373,7 +373,7 @@ def test_admin_port_collision_ignored_when_disabled_or_os_chosen() -> None:
 
 ALLOWED = {
     "": "cluster, listeners, limits, admin, metrics, events, shutdown, log, runtime, quorum,"
-    " quotas, principals",
+    " quotas, principals, clusters, switchover",
     "cluster": "bootstrap_servers, dial_overrides, connect_timeout_seconds, tls, sasl",
     "listeners": "bind_host, advertised_host, bootstrap_port, broker_port_base,"
     " node_port_overrides, max_node_id, role, tls, sni, name, api_policy, authorization,"
@@ -396,9 +396,9 @@ ALLOWED = {
 
 def test_unknown_top_level_key() -> None:
     data = cfg()
-    data["clusters"] = {}
+    data["clustr"] = {}
     assert error_of(data) == (
-        f"clusters: unknown key, did you mean 'cluster'? (allowed: {ALLOWED['']})"
+        f"clustr: unknown key, did you mean 'cluster'? (allowed: {ALLOWED['']})"
     )
 
 

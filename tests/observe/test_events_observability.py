@@ -63,6 +63,10 @@ def drive(o: Observability) -> None:
     o.leaders(0, "app", 2, [obs(1, 0, None, None, False)], frozenset())
     o.connection_closed("node-1", "client_closed", "User:alice", "127.0.0.1")
     o.authenticated("node-1", "127.0.0.1", Authentication("PLAIN", "User:alice", True, 0, False))
+    o.switchover("fenced", "admin", "a", "b", {"connections": 2})
+    summary = {"fence_seconds": 0.25, "seconds": 0.5, "drained": 1, "cut": 1}
+    o.switchover("completed", "admin", "a", "b", summary)
+    o.switchover("refused", "reload", "b", "c", {"reason": "unknown", "why": "no cluster 'c'"})
 
 
 def test_every_event_type_has_exactly_its_documented_fields(tmp_path: Path) -> None:

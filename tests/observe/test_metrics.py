@@ -71,6 +71,10 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.api_versions_clamped.inc()
     m.tenant_requests.labels("team-a", "Produce").inc()
     m.cluster_reached.set(1)
+    m.active_cluster.labels("a").set(1)
+    m.switchovers.labels("admin", "completed").inc()
+    m.switchover_fence.set(0.25)
+    m.switchover_connections.labels("drained").inc()
     return m
 
 

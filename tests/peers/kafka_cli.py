@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.kafka_install import KAFKA_VERSION, OTHER_RELEASES, ensure_kafka_jars
+from tests.peers.mirror_maker import ensure_mirror_jars
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,6 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             lib = ensure_kafka_jars(version, force=args.force)
             jars = len(list(lib.glob("*.jar")))
             print(f"Kafka {version}: {jars} jars in {lib} ({time.monotonic() - started:.1f}s)")
+        started = time.monotonic()
+        lib = ensure_mirror_jars()  # MirrorMaker 2, for the cluster switchover tests
+        jars = len(list(lib.glob("*.jar")))
+        print(f"MirrorMaker 2: {jars} jars in {lib} ({time.monotonic() - started:.1f}s)")
         return 0
     version = args.version or KAFKA_VERSION
     if args.cmd == "lib":

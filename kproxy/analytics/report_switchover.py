@@ -1,0 +1,43 @@
+"""The switchover section of the batch report (`kproxy analyze`), from the first rows of
+`kproxy.analytics.switchover_tables`. Plain HTML, no Spark."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kproxy.analytics.report_html import col, count, stamp, table
+
+Rows = list[dict[str, Any]]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _ms(value: Any) -> str:
+    return "" if value is None else f"{float(value):,.0f} ms"
+
+
+def switchover_section(rows: Callable[[str], Rows], total: Callable[[str], int | None]) -> str:
+    """`rows(name)`: a table's first rows; `total(name)`: its row count, if known."""
+    found = rows("switchovers")
+    if not found:
+        return ""
+    return "<h2>Cluster switchovers</h2>" + table(
+        [
+            ("when", col("ts", stamp), False),
+            ("proxy", col("proxy"), False),
+            ("trigger", col("trigger"), False),
+            ("from", col("from_cluster"), False),
+            ("to", col("to_cluster"), False),
+            ("outcome", col("outcome"), False),
+            ("fence", col("fence_ms", _ms), True),
+            ("whole move", col("ms", _ms), True),
+            ("drained", col("drained", count), True),
+            ("cut", col("cut", count), True),
+            ("why refused", col("detail", _text), False),
+        ],
+        found,
+        total("switchovers"),
+    )

@@ -1,0 +1,35 @@
+"""The metrics of cluster switchovers (`kproxy.runtime.switchover`), declared with the
+others in `kproxy.observe.metric_specs`. Labels: cluster names (the configured few),
+triggers (admin, reload, failover) and results (completed, or why refused)."""
+
+from __future__ import annotations
+
+from kproxy.observe.metric_kinds import COUNTER, GAUGE, MetricSpec
+
+ACTIVE_CLUSTER = MetricSpec(
+    "kproxy_active_cluster",
+    GAUGE,
+    ("cluster",),
+    "1 for the upstream cluster kproxy serves now, 0 for the other configured clusters.",
+)
+SWITCHOVERS = MetricSpec(
+    "kproxy_switchovers_total",
+    COUNTER,
+    ("trigger", "result"),
+    "Switchovers by trigger (admin, reload, failover) and result: completed, or refused "
+    "(unknown, active, in_progress, unreachable, tls), nothing changed.",
+)
+SWITCHOVER_FENCE = MetricSpec(
+    "kproxy_switchover_fence_seconds",
+    GAUGE,
+    (),
+    "How long the last switchover's fence lasted: from closing to new requests until "
+    "every fenced connection was closed (switchover.fence_seconds at most).",
+)
+SWITCHOVER_CONNECTIONS = MetricSpec(
+    "kproxy_switchover_connections_total",
+    COUNTER,
+    ("how",),
+    "Connections switchovers moved: drained (closed between responses), cut (still "
+    "awaiting an answer when the fence ended), held (new ones that waited for the fence).",
+)
