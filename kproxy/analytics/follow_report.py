@@ -11,6 +11,7 @@ from typing import Any
 from kproxy.analytics.report import stats_columns
 from kproxy.analytics.report_audit import audit_section
 from kproxy.analytics.report_html import CSS, card, col, count, esc, ms_cell, node_or, stamp, table
+from kproxy.analytics.report_switchover import switchover_section
 
 __all__ = ["render_follow_report"]
 
@@ -111,6 +112,7 @@ def render_follow_report(status: dict[str, Any], heads: dict[str, Rows]) -> str:
             ),
         ),
         audit_section(lambda name: heads.get(name, []), lambda _name: None),
+        switchover_section(lambda name: heads.get(name, []), lambda _name: None),
         _section(
             "Late events (older than the watermark when they arrived)",
             table(

@@ -39,8 +39,9 @@ from kproxy.observe.events import format_ts
 
 __all__ = ["KEPT_TYPES", "BatchStore", "ts_text"]
 
-# The events kept whole between batches: the leadership's, and the audit trail's.
-KEPT_TYPES: Final = ("leader_change", "redirect", "recovery", "audit")
+# The events kept whole between batches: the leadership's, the audit trail's and the
+# cluster switchovers'.
+KEPT_TYPES: Final = ("leader_change", "redirect", "recovery", "audit", "switchover")
 
 META_SCHEMA: Final = T.StructType(
     [

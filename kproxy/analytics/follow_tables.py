@@ -7,7 +7,7 @@ percentiles per window, events per window by type, late events. Whole-run tables
 built by the batch job's own functions so that a caught-up stream gives the batch
 figures exactly: leader changes by topic, leadership by broker, redirects by API and
 by route, recovery percentiles, clients and topics most affected, events by type, and
-the audit trail's (`kproxy.analytics.audit_tables`).
+the audit trail's (`kproxy.analytics.audit_tables`) and the cluster switchovers'.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from kproxy.analytics.audit_tables import audit_tables
 from kproxy.analytics.follow_state import BatchStore
 from kproxy.analytics.output import join
 from kproxy.analytics.rows import collect_rows
+from kproxy.analytics.switchover_tables import switchovers
 
 __all__ = ["build_tables"]
 
@@ -89,6 +90,7 @@ def _windowed(store: BatchStore, events: DataFrame) -> dict[str, DataFrame]:
         "clients": affected.clients(redirects, recoveries),
         "topics": affected.topics(moves, redirects, recoveries),
         **audit_tables(tb.of_type(events, "audit")),
+        "switchovers": switchovers(tb.of_type(events, "switchover")),
     }
 
 

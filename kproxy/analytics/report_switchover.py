@@ -1,5 +1,5 @@
-"""The switchover section of the batch report (`kproxy analyze`), from the first rows of
-`kproxy.analytics.switchover_tables`. Plain HTML, no Spark."""
+"""The switchover section of both reports (`kproxy analyze`, batch and `--follow`), from
+the first rows of `kproxy.analytics.switchover_tables`. Plain HTML, no Spark."""
 
 from __future__ import annotations
 

@@ -66,9 +66,26 @@ def test_the_live_report_says_how_far_the_data_reaches() -> None:
         {
             "leader_changes_per_window": [{"window_start": w, "topic": "<t>", "moves": 2}],
             "late_events": [{"window_start": w, "type": "redirect", "events": 1}],
+            "switchovers": [
+                {
+                    "ts": w,
+                    "proxy": "p-1",
+                    "trigger": "failover",
+                    "from_cluster": "blue",
+                    "to_cluster": "green",
+                    "outcome": "completed",
+                    "fence_ms": 12.5,
+                    "ms": 40.0,
+                    "drained": 3,
+                    "cut": 0,
+                    "reason": None,
+                    "detail": None,
+                }
+            ],
         },
     )
     assert "2026-11-23T10:01:02.000000Z" in page and "data up to" in page
+    assert "<h2>Cluster switchovers</h2>" in page and "failover" in page
     assert "&lt;t&gt;" in page and "<t>" not in page
     assert "1,234" in page
 
