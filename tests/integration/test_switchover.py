@@ -22,8 +22,9 @@ import pytest
 
 from tests.event_files import read_lines
 from tests.kproxy_process import KproxyProcess
+from tests.kproxy_workers import fixed_listeners, running
 from tests.peers.mock_cluster import MockCluster
-from tests.peers.net import LOOPBACK, free_port, free_ports, wait_until
+from tests.peers.net import LOOPBACK, free_port, wait_until
 from tests.switchover_clients import PythonClients, read_topic
 from tests.switchover_clients import post_switch as post_to_admin
 
@@ -230,17 +231,9 @@ def test_failover_when_the_active_cluster_stops_answering(
 
 def test_every_worker_switches(clusters: tuple[MockCluster, MockCluster], tmp_path: Path) -> None:
     a, b = clusters
-    bootstrap_port, *node_ports_fixed = free_ports(4)
-    # Every worker binds the same ports (runtime.workers): none the OS chooses.
-    listeners = {
-        "bootstrap_port": bootstrap_port,
-        "broker_port_base": 1024,
-        "max_node_id": 3,
-        "node_port_overrides": dict(zip((1, 2, 3), node_ports_fixed, strict=True)),
-    }
+    listeners = fixed_listeners((1, 2, 3))
     proc = switch_proxy(tmp_path, a, b, listeners=listeners, runtime={"workers": 2})
-    with proc:
-        wait_until(lambda: proc.admin_get("/readyz")[0] == 200, 30, what="both workers ready")
+    with running(proc):
         traffic = traffic_through(proc)
         try:
             wait_until(lambda: len(traffic.acked) >= 100, 30, what="records acknowledged by a")

@@ -26,8 +26,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.churn_traffic import read_event_files
 from tests.kproxy_process import REPO, KproxyProcess
+from tests.kproxy_workers import fixed_listeners, running, worker_pids
 from tests.peers.mock_cluster import MockCluster
-from tests.peers.net import free_ports, wait_until
+from tests.peers.net import wait_until
 from tests.peers.tansu import TANSU_NODE_ID, TansuBroker
 from tests.raw_kafka import metadata_v1, read_frame
 
@@ -44,40 +45,10 @@ def tansu() -> Iterator[TansuBroker]:
 
 @pytest.fixture
 def kproxy(tansu: TansuBroker, tmp_path: Path) -> Iterator[KproxyProcess]:
-    bootstrap_port, node_port = free_ports(2)
-    # Every worker binds the same ports: none the OS chooses. Tansu's one node gets its
-    # own; the rest of broker_port_base's range is never used.
-    listeners = {
-        "bootstrap_port": bootstrap_port,
-        "broker_port_base": 1024,
-        "max_node_id": TANSU_NODE_ID,
-        "node_port_overrides": {TANSU_NODE_ID: node_port},
-    }
+    listeners = fixed_listeners((TANSU_NODE_ID,))
     proc = KproxyProcess(tmp_path, [tansu.bootstrap], listeners=listeners, runtime={"workers": 2})
     with running(proc):
         yield proc
-
-
-@contextlib.contextmanager
-def running(proc: KproxyProcess) -> Iterator[KproxyProcess]:
-    """`proc` started and ready; then stopped, and none of its workers left behind."""
-    proc.start()
-    workers: set[int] = set()
-    try:
-        wait_until(lambda: proc.admin_get("/readyz")[0] == 200, 30, what="both workers ready")
-        workers.update(worker_pids(proc))
-        yield proc
-    finally:
-        workers.update(worker_pids(proc) if proc.proc is not None else [])
-        proc.stop()
-        for pid in workers:  # never left behind, whatever the test did
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def worker_pids(proc: KproxyProcess) -> list[int]:
-    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-    return [int(pid) for pid in children]
 
 
 def worker_socket(pid: int) -> str:
@@ -268,13 +239,7 @@ def test_a_leader_change_both_workers_see_is_counted_and_logged_once(tmp_path: P
     with MockCluster(brokers=3) as cluster:
         cluster.create_topic("moves", 1, 3)
         cluster.set_leader("moves", 0, 1)
-        bootstrap_port, *node_ports = free_ports(4)
-        listeners = {
-            "bootstrap_port": bootstrap_port,
-            "broker_port_base": 1024,
-            "max_node_id": 3,
-            "node_port_overrides": dict(zip((1, 2, 3), node_ports, strict=True)),
-        }
+        listeners = fixed_listeners((1, 2, 3))
         proc = KproxyProcess(
             tmp_path, cluster.bootstraps.split(","), listeners=listeners, runtime={"workers": 2}
         )
