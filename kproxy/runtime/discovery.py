@@ -32,6 +32,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("kproxy.discovery")
 
 METADATA_REFRESH_SECONDS = 30.0
+#: What asking a cluster for its brokers fails with when it does not answer.
+UNANSWERED = (TimeoutError, OSError, ProtocolError, SaslFailed)
+
+
+def why_unanswered(exc: BaseException) -> str:
+    """Why a cluster did not answer kproxy's own Metadata request, for a log line."""
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS: {tls_failure_text(exc)}"
+    if isinstance(exc, SaslFailed):
+        return f"authentication failed: {exc}"
+    return describe(exc)
 
 
 class NodeReports:
@@ -122,7 +133,7 @@ class ClusterDiscovery:
                 except MetadataRefused:
                     self._refused(address)
                     return True  # reached; nodes come from the answers clients get
-                except (TimeoutError, OSError, ProtocolError, SaslFailed) as exc:
+                except UNANSWERED as exc:
                     self._failed(address, exc)
                     continue
                 self.apply_brokers(brokers)
@@ -133,16 +144,12 @@ class ClusterDiscovery:
 
     def _failed(self, address: str, exc: BaseException) -> None:
         observer = self.reports.observer
-        reason = "metadata"
         if isinstance(exc, ssl.SSLError):
             observer.tls_handshake_failed("upstream", tls_failure_reason(exc))
-            why = f"TLS: {tls_failure_text(exc)}"
-        elif isinstance(exc, SaslFailed):
-            reason, why = "sasl", f"authentication failed: {exc}"
-        else:
-            why = describe(exc)
-        log.warning("metadata from %s failed: %s", address, why)
-        observer.upstream_connect_failed(address, reason)
+        log.warning("metadata from %s failed: %s", address, why_unanswered(exc))
+        observer.upstream_connect_failed(
+            address, "sasl" if isinstance(exc, SaslFailed) else "metadata"
+        )
 
     def _refused(self, address: str) -> None:
         if not self._refusal_logged:

@@ -28,14 +28,11 @@ import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
-from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.hostport import format_host_port
-from kproxy.runtime.describe import describe
+from kproxy.runtime.discovery import UNANSWERED, why_unanswered
 from kproxy.runtime.mapping import DialTarget
 from kproxy.runtime.own_connection import MetadataRefused, fetch_brokers
-from kproxy.runtime.sasl import SaslFailed
 from kproxy.runtime.tls import TlsSetupError, upstream_context
-from kproxy.runtime.tls import failure_text as tls_failure_text
 
 if TYPE_CHECKING:
     from kproxy.config.settings import ClusterSettings, Settings
@@ -223,10 +220,8 @@ class Switchover:
                 return None
             except MetadataRefused:
                 return None
-            except ssl.SSLError as exc:
-                why = f"{address}: TLS: {tls_failure_text(exc)}"
-            except (TimeoutError, OSError, ProtocolError, SaslFailed) as exc:
-                why = f"{address}: {describe(exc)}"
+            except UNANSWERED as exc:
+                why = f"{address}: {why_unanswered(exc)}"
         return why
 
     # -- failover ------------------------------------------------------------------------
