@@ -73,11 +73,13 @@ class PythonClients:
         self.consuming = threading.Event()
         self.consuming.set()
         self.producer = Producer(
-            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+            {"bootstrap.servers": bootstrap, "client.id": f"{prefix}-producer", "acks": "all",
+             "linger.ms": 5,
              "enable.idempotence": idempotent, "message.timeout.ms": 120000}
         )  # fmt: skip
         self.consumer = Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            {"bootstrap.servers": bootstrap, "client.id": f"{prefix}-consumer",
+             "group.id": group, "auto.offset.reset": "earliest",
              "fetch.wait.max.ms": 100, "auto.commit.interval.ms": 500}
         )  # fmt: skip
         self.consumer.subscribe([topic])

@@ -23,7 +23,7 @@ from kproxy.analytics.audit_tables import audit_tables
 from kproxy.analytics.follow_state import BatchStore
 from kproxy.analytics.output import join
 from kproxy.analytics.rows import collect_rows
-from kproxy.analytics.switchover_tables import switchovers
+from kproxy.analytics.switchover_tables import switchover_tables
 
 __all__ = ["build_tables"]
 
@@ -90,7 +90,7 @@ def _windowed(store: BatchStore, events: DataFrame) -> dict[str, DataFrame]:
         "clients": affected.clients(redirects, recoveries),
         "topics": affected.topics(moves, redirects, recoveries),
         **audit_tables(tb.of_type(events, "audit")),
-        "switchovers": switchovers(tb.of_type(events, "switchover")),
+        **switchover_tables(tb.of_type(events, "switchover")),
     }
 
 

@@ -49,7 +49,7 @@ from kproxy.analytics.rows import collect_rows
 from kproxy.analytics.schema import event_columns, events_table_schema
 from kproxy.analytics.session import build_session, under_spark_submit
 from kproxy.analytics.summary import summary_json, summary_text
-from kproxy.analytics.switchover_tables import switchovers
+from kproxy.analytics.switchover_tables import switchover_tables
 
 __all__ = ["EXIT_INPUT", "analyze", "build_parser", "main", "run", "run_args"]
 
@@ -164,7 +164,8 @@ def _aggregate(
     t.save("connections", tb.connections(tb.of_type(events, "connection")), head=HEAD_ROWS)
     for name, table in audit_tables(tb.of_type(events, "audit")).items():
         t.save(name, table, head=HEAD_ROWS)
-    t.save("switchovers", switchovers(tb.of_type(events, "switchover")), head=HEAD_ROWS)
+    for name, table in switchover_tables(tb.of_type(events, "switchover")).items():
+        t.save(name, table, head=HEAD_ROWS)
 
     begin(2)
     named_types = events.filter(F.col("type").isin("leader_change", "redirect", "recovery"))

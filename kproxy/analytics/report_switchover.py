@@ -24,7 +24,11 @@ def switchover_section(rows: Callable[[str], Rows], total: Callable[[str], int |
     found = rows("switchovers")
     if not found:
         return ""
-    return "<h2>Cluster switchovers</h2>" + table(
+    return "<h2>Cluster switchovers</h2>" + _moves(found, total) + _resumed(rows, total)
+
+
+def _moves(found: Rows, total: Callable[[str], int | None]) -> str:
+    return table(
         [
             ("when", col("ts", stamp), False),
             ("proxy", col("proxy"), False),
@@ -40,4 +44,22 @@ def switchover_section(rows: Callable[[str], Rows], total: Callable[[str], int |
         ],
         found,
         total("switchovers"),
+    )
+
+
+def _resumed(rows: Callable[[str], Rows], total: Callable[[str], int | None]) -> str:
+    found = rows("switchover_resumptions")
+    if not found:
+        return ""
+    return "<h3>Clients back on the target, the slowest first</h3>" + table(
+        [
+            ("resumed", col("ts", stamp), False),
+            ("proxy", col("proxy"), False),
+            ("to", col("to_cluster"), False),
+            ("client id", col("client_id", _text), False),
+            ("api", col("api"), False),
+            ("after the fence began", col("ms", _ms), True),
+        ],
+        found,
+        total("switchover_resumptions"),
     )

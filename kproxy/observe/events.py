@@ -117,6 +117,8 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "cut",
         "reason",
         "detail",
+        "client_id",
+        "api",
     ),
 }
 COMMON_FIELDS: Final = ("schema", "type", "ts", "proxy")

@@ -14,11 +14,13 @@ from kproxy.observe.switchover_specs import (
     ACTIVE_CLUSTER,
     SWITCHOVER_CONNECTIONS,
     SWITCHOVER_FENCE,
+    SWITCHOVER_RESUME,
     SWITCHOVERS,
 )
 
 __all__ = ["ACTIVE_CLUSTER", "COUNTER", "GAUGE", "HISTOGRAM", "SWITCHOVERS",
-           "SWITCHOVER_CONNECTIONS", "SWITCHOVER_FENCE", "MetricSpec"]  # fmt: skip
+           "SWITCHOVER_CONNECTIONS", "SWITCHOVER_FENCE", "SWITCHOVER_RESUME",
+           "MetricSpec"]  # fmt: skip
 
 # Kafka request latencies: from sub-millisecond metadata calls to Fetch long polls
 # (fetch.max.wait.ms, 500 ms by default) and acks=all produces under load.

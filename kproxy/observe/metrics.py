@@ -145,6 +145,7 @@ class KproxyMetrics:
         self.switchovers = cast(Counter, made[specs.SWITCHOVERS])
         self.switchover_fence = cast(Gauge, made[specs.SWITCHOVER_FENCE])
         self.switchover_connections = cast(Counter, made[specs.SWITCHOVER_CONNECTIONS])
+        self.switchover_resume = cast(Histogram, made[specs.SWITCHOVER_RESUME])
         self.quorum_leader = cast(Gauge, made[specs.QUORUM_LEADER])
         self.quorum_epoch = cast(Gauge, made[specs.QUORUM_EPOCH])
         self.quorum_leader_changes = cast(Counter, made[specs.QUORUM_LEADER_CHANGES])

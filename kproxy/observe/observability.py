@@ -25,6 +25,7 @@ from kproxy.observe.events import (
 )
 from kproxy.observe.leadership import NO_FACTS, LeaderTable, topic_id_text
 from kproxy.observe.metrics import KproxyMetrics
+from kproxy.observe.resumption import Resumption
 from kproxy.observe.sampling import next_gap, sample_fields
 from kproxy.observe.switchover_record import SwitchoverRecord
 from kproxy.observe.worker_claims import WorkerClaims
@@ -70,6 +71,7 @@ class Observability(SwitchoverRecord):
         )
         self.hot = self.metrics.hot  # frames and latency, every request: one call less
         self.leaders_table = leader_table if leader_table is not None else LeaderTable()
+        self.resumption = Resumption()  # after a switchover (kproxy.observe.switchover_record)
         self.metrics.quorum_leader.set_function(lambda: self._quorum_gauge(0))  # at scrape
         self.metrics.quorum_epoch.set_function(lambda: self._quorum_gauge(1))
         ev = settings.events
@@ -248,6 +250,7 @@ class Observability(SwitchoverRecord):
         facts = self.leaders_table.observe(
             api_key, client_id, node_id, observations, endpoint_nodes
         )
+        self.resumed(api_key, client_id, observations)  # after a switchover, a client's first?
         if facts is NO_FACTS:
             return
         if client_id is not None and client_id == self.own_client_id:
@@ -362,8 +365,7 @@ class Observability(SwitchoverRecord):
         return self.leaders_table.leader(METADATA_TOPIC, 0)
 
     def _quorum_gauge(self, which: int) -> float:
-        seen = self.quorum_leader()
-        value = None if seen is None else seen[which]
+        value = None if (seen := self.quorum_leader()) is None else seen[which]
         return -1.0 if value is None else float(value)
 
     def partitions(self, topic: str | None = None) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ triggers (admin, reload, failover) and results (completed, or why refused)."""
 
 from __future__ import annotations
 
-from kproxy.observe.metric_kinds import COUNTER, GAUGE, MetricSpec
+from kproxy.observe.metric_kinds import COUNTER, GAUGE, HISTOGRAM, MetricSpec
 
 ACTIVE_CLUSTER = MetricSpec(
     "kproxy_active_cluster",
@@ -32,4 +32,12 @@ SWITCHOVER_CONNECTIONS = MetricSpec(
     ("how",),
     "Connections switchovers moved: drained (closed between responses), cut (still "
     "awaiting an answer when the fence ended), held (new ones that waited for the fence).",
+)
+SWITCHOVER_RESUME = MetricSpec(
+    "kproxy_switchover_resume_seconds",
+    HISTOGRAM,
+    ("api",),
+    "Per client, from a switchover's fence to its first Produce or Fetch (api) answered "
+    "without error on the target: how long the switchover left it without service.",
+    (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0),
 )

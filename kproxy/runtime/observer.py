@@ -14,6 +14,7 @@ from kproxy.session.audit import AuditRecord
 from kproxy.session.identity import Authentication
 from kproxy.session.inflight import ResponseSeen
 from kproxy.session.quota import QuotaBook
+from kproxy.session.state import SessionState
 
 
 class ProxyObserver:
@@ -176,3 +177,8 @@ class ProxyObserver:
 
     def switchover_held(self) -> None:
         """A new connection waits for a switchover's fence before it dials."""
+
+    def resumption_watch(self, session: SessionState) -> Container[str] | None:
+        """A new session's own view of the awaited clients while a switchover's clients
+        are watched (`kproxy.observe.resumption`); None for the shared one."""
+        return None

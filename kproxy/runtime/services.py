@@ -117,6 +117,9 @@ class ConnectionServices:
             quotas=self.quotas,
         )
         session.oauthbearer_claim = self.principals.claim
+        watch = self.observer.resumption_watch(session)
+        if watch is not None:  # after a switchover: its clients' first successes are timed
+            session.awaiting_success = watch
         return session
 
     def refused(self, conn: Connection, refused: list[AuditRecord]) -> None:

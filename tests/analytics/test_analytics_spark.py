@@ -420,22 +420,31 @@ SWITCHOVER_LINES = [
     '"phase":"refused","trigger":"reload","from_cluster":"green","to_cluster":"red",'
     '"connections":null,"fence_ms":null,"ms":null,"drained":null,"cut":null,'
     '"reason":"unknown","detail":"no cluster named \'red\' (clusters: blue, green)"}',
+    '{"schema":1,"type":"switchover","ts":"2026-12-06T10:00:01.200000Z","proxy":"p-1",'
+    '"phase":"resumed","trigger":"admin","from_cluster":"blue","to_cluster":"green",'
+    '"connections":null,"fence_ms":null,"ms":1200.0,"drained":null,"cut":null,"reason":null,'
+    '"detail":null,"client_id":"orders-writer","api":"Produce"}',
+    '{"schema":1,"type":"switchover","ts":"2026-12-06T10:00:03.400000Z","proxy":"p-1",'
+    '"phase":"resumed","trigger":"admin","from_cluster":"blue","to_cluster":"green",'
+    '"connections":null,"fence_ms":null,"ms":3400.5,"drained":null,"cut":null,"reason":null,'
+    '"detail":null,"client_id":"billing","api":"Fetch"}',
 ]
 
 
-def test_the_switchover_table_and_its_report_section(spark: SparkSession) -> None:
-    """One row per switchover that completed or was refused, newest first; the fenced
-    phase is not a row of its own."""
+def test_the_switchover_tables_and_their_report_section(spark: SparkSession) -> None:
+    """One row per switchover that completed or was refused, newest first (the fenced
+    and resumed phases are not rows of their own); one per client resumed, slowest first."""
     from kproxy.analytics.inputs import OK, classify
     from kproxy.analytics.report_switchover import switchover_section
-    from kproxy.analytics.switchover_tables import switchovers
+    from kproxy.analytics.switchover_tables import switchover_tables
 
     lines = spark.createDataFrame(
         [(line, "f") for line in SWITCHOVER_LINES], "value string, file string"
     )
     events = classify(lines).filter(F.col("status") == OK)
     assert events.count() == len(SWITCHOVER_LINES)
-    rows = [r.asDict() for r in switchovers(events).drop("ts").collect()]
+    tables = switchover_tables(events)
+    rows = [r.asDict() for r in tables["switchovers"].drop("ts").collect()]
     assert rows == [
         {"proxy": "p-1", "trigger": "reload", "from_cluster": "green", "to_cluster": "red",
          "outcome": "refused", "fence_ms": None, "ms": None, "drained": None, "cut": None,
@@ -444,7 +453,16 @@ def test_the_switchover_table_and_its_report_section(spark: SparkSession) -> Non
          "outcome": "completed", "fence_ms": 480.5, "ms": 512.25, "drained": 7, "cut": 1,
          "reason": None, "detail": None},
     ]  # fmt: skip
-    html = switchover_section(lambda _name: rows, lambda _name: len(rows))
+    resumed = [r.asDict() for r in tables["switchover_resumptions"].drop("ts").collect()]
+    assert resumed == [
+        {"proxy": "p-1", "from_cluster": "blue", "to_cluster": "green", "client_id": "billing",
+         "api": "Fetch", "ms": 3400.5},
+        {"proxy": "p-1", "from_cluster": "blue", "to_cluster": "green",
+         "client_id": "orders-writer", "api": "Produce", "ms": 1200.0},
+    ]  # fmt: skip
+    heads = {"switchovers": rows, "switchover_resumptions": resumed}
+    html = switchover_section(lambda name: heads[name], lambda name: len(heads[name]))
     assert "<h2>Cluster switchovers</h2>" in html
     assert "480 ms" in html and "no cluster named &#x27;red&#x27;" in html
+    assert "Clients back on the target" in html and "3,400 ms" in html and "billing" in html
     assert switchover_section(lambda _name: [], lambda _name: 0) == ""

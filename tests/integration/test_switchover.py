@@ -127,15 +127,31 @@ def test_clients_move_to_the_other_cluster_and_back_untouched(
         assert proc.metric("kproxy_active_cluster", cluster="b") == 0
         moved = proc.metric("kproxy_switchover_connections_total")
         assert moved >= 4, moved  # the producer's and the consumer's, twice at least
+        # Each client's first success on the target, timed from the fence.
+        resumes = proc.metric("kproxy_switchover_resume_seconds_count", api="Produce")
+        assert resumes == 2, resumes  # the producer, after each switchover
     events = [e for e in read_lines(tmp_path / "events") if e["type"] == "switchover"]
     phases = [(e["phase"], e["trigger"], e["from_cluster"], e["to_cluster"]) for e in events]
-    assert phases == [
+    assert [phase for phase in phases if phase[0] != "resumed"] == [
         ("fenced", "admin", "a", "b"),
         ("completed", "admin", "a", "b"),
         ("refused", "reload", "b", "b"),
         ("fenced", "reload", "b", "a"),
         ("completed", "reload", "b", "a"),
     ]
+    resumed = [
+        (e["to_cluster"], e["client_id"], e["api"]) for e in events if e["phase"] == "resumed"
+    ]
+    # The switchover to b: both clients, each its own way, in the events' order (after
+    # the completion, before the next switchover); the switchback: the producer at least.
+    assert resumed[:2] in (
+        [("b", "m-producer", "Produce"), ("b", "m-consumer", "Fetch")],
+        [("b", "m-consumer", "Fetch"), ("b", "m-producer", "Produce")],
+    ), resumed
+    assert ("a", "m-producer", "Produce") in resumed[2:], resumed
+    assert all(0 < e["ms"] < 60_000 for e in events if e["phase"] == "resumed")
+    first_resumed = phases.index(("resumed", "admin", "a", "b"))
+    assert phases[first_resumed - 1][0] == "completed"
 
 
 def test_refused_switchovers_change_nothing(

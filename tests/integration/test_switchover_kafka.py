@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.event_files import read_lines
 from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.mirror_maker import MirrorMaker
@@ -78,6 +79,15 @@ def synced_to_b(pair: Pair, group: str) -> bool:
     return sum(1 for tp in offsets if tp.offset >= 0) == PARTITIONS
 
 
+def resumed_on(tmp: Path, cluster: str) -> dict[tuple[str, str], float]:
+    """(client id, api) -> ms from the fence to its first success on `cluster`."""
+    return {
+        (e["client_id"], e["api"]): e["ms"]
+        for e in read_lines(tmp / "events")
+        if e["type"] == "switchover" and e["phase"] == "resumed" and e["to_cluster"] == cluster
+    }
+
+
 def test_every_client_moves_to_b_and_back_untouched(pair: Pair, tmp_path: Path) -> None:
     with kproxy_for(tmp_path, pair) as proc:
         started = time.monotonic()
@@ -115,6 +125,12 @@ def test_every_client_moves_to_b_and_back_untouched(pair: Pair, tmp_path: Path) 
                 return acknowledged <= set(python.consumed) and acknowledged <= java_read
 
             wait_until(both_read_everything, 120, what="both groups to read every record")
+            # How long each client was without service: its first success on b.
+            clients = {("py-producer", "Produce"), ("py-consumer", "Fetch"),
+                       ("java-producer", "Produce"), ("java-consumer", "Fetch")}  # fmt: skip
+            wait_until(lambda: clients <= set(resumed_on(tmp_path, "b")), 30,
+                       what="each client's resumed event")  # fmt: skip
+            print(f"back on b after the fence began (ms): {resumed_on(tmp_path, 'b')}")
             duplicates = {
                 "python": len(python.consumed) - len(set(python.consumed)),
                 "java": len(java.consumed) - len(set(java.consumed)),

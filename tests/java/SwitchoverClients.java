@@ -45,6 +45,7 @@ public class SwitchoverClients {
 
         Properties c = new Properties();
         c.put("bootstrap.servers", bootstrap);
+        c.put("client.id", prefix + "-consumer");
         c.put("group.id", group);
         c.put("auto.offset.reset", "earliest");
         c.put("auto.commit.interval.ms", "500");
@@ -65,6 +66,7 @@ public class SwitchoverClients {
     static void produce(String bootstrap, String topic, String prefix, Path stop) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
+        p.put("client.id", prefix + "-producer");
         p.put("enable.idempotence", "true");
         p.put("acks", "all");
         p.put("linger.ms", "5");

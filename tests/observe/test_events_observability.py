@@ -66,6 +66,7 @@ def drive(o: Observability) -> None:
     o.switchover("fenced", "admin", "a", "b", {"connections": 2})
     summary = {"fence_seconds": 0.25, "seconds": 0.5, "drained": 1, "cut": 1}
     o.switchover("completed", "admin", "a", "b", summary)
+    o.leaders(0, "app", 2, [obs(0, 0, None, None, False)], frozenset())  # resumed on b
     o.switchover("refused", "reload", "b", "c", {"reason": "unknown", "why": "no cluster 'c'"})
 
 

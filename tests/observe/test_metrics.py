@@ -75,6 +75,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.switchovers.labels("admin", "completed").inc()
     m.switchover_fence.set(0.25)
     m.switchover_connections.labels("drained").inc()
+    m.switchover_resume.labels("Produce").observe(1.5)
     return m
 
 
