@@ -18,6 +18,7 @@ from tests.peers.net import LOOPBACK, wait_until
 from tests.peers.procs import PeerProcess
 
 JAVA_PROGRAM = Path(__file__).resolve().parent / "java" / "SwitchoverClients.java"
+JAVA_TRANSACTIONS = Path(__file__).resolve().parent / "java" / "TransactionalProducer.java"
 
 
 def post_switch(admin_port: int, cluster: str) -> tuple[int, dict[str, Any]]:
@@ -51,6 +52,34 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
                     continue
                 values.append(bytes(message.value() or b""))
                 position = message.offset() + 1
+        return values
+    finally:
+        consumer.close()
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int) -> list[str]:
+    """The committed records of `topic` at `bootstrap` up to its end when called, as a
+    read-committed consumer sees them (an open transaction's, and what follows it, not
+    yet: then it stops after a second without any)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "audit", "enable.auto.commit": False,
+         "isolation.level": "read_committed"}
+    )  # fmt: skip
+    try:
+        ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
+                for p in range(partitions)]  # fmt: skip
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        values: list[str] = []
+
+        def at_end() -> bool:
+            at = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
+            return all(tp.offset >= end for tp, end in zip(at, ends, strict=True))
+
+        while not at_end() and (message := consumer.poll(1.0)) is not None:
+            if message.error() is None and message.offset() < ends[message.partition()]:
+                values.append(bytes(message.value() or b"").decode())
         return values
     finally:
         consumer.close()
@@ -178,3 +207,38 @@ class JavaClients:
 
     def _done(self) -> bool:
         return not self.process.running or "DONE" in self._text()
+
+
+class JavaTransactions:
+    """tests/java/TransactionalProducer.java: Kafka's Java transactional producer."""
+
+    def __init__(self, workdir: Path, bootstrap: str, topic: str, transactional_id: str) -> None:
+        self.stop_file = workdir / f"{transactional_id}.stop"
+        self.log_path = workdir / f"{transactional_id}.out"
+        argv = java_tool_argv(
+            str(JAVA_TRANSACTIONS), bootstrap, topic, transactional_id, f"{transactional_id}:",
+            "5", str(self.stop_file), lib=ensure_kafka_jars(), heap="128m", log_level="warn",
+        )  # fmt: skip
+        self.process = PeerProcess(transactional_id, argv, log_path=self.log_path, env=java_env())
+        self.process.start()
+
+    def _text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def _done(self) -> bool:
+        return "DONE" in self._text().splitlines()
+
+    def lines(self, kind: str) -> list[str]:
+        head = kind + " "
+        return [line[len(head) :] for line in self._text().splitlines() if line.startswith(head)]
+
+    @property
+    def committed(self) -> list[int]:
+        return [int(n) for n in self.lines("COMMITTED")]
+
+    def close(self) -> int | None:
+        self.stop_file.touch()
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: not self.process.running or self._done(), 60,
+                       what="the Java transactional producer to stop")  # fmt: skip
+        return self.process.stop(timeout=10)

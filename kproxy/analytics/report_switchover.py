@@ -40,6 +40,7 @@ def _moves(found: Rows, total: Callable[[str], int | None]) -> str:
             ("whole move", col("ms", _ms), True),
             ("drained", col("drained", count), True),
             ("cut", col("cut", count), True),
+            ("transactions aborted", col("transactions_aborted", count), True),
             ("why refused", col("detail", _text), False),
         ],
         found,

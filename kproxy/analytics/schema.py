@@ -93,6 +93,8 @@ FIELD_TYPES: Final[dict[str, str]] = {
     "cut": "int",
     "reason": "string",
     "detail": "string",
+    "transactions_aborted": "int",
+    "transactions_not_aborted": "int",
 }
 
 # Fields docs/events.md never writes as null. A line of a known type without one of

@@ -27,6 +27,7 @@ def switchovers(events: DataFrame) -> DataFrame:
             "ms",
             "drained",
             "cut",
+            "transactions_aborted",
             "reason",
             "detail",
         )

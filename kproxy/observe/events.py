@@ -119,6 +119,8 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "detail",
         "client_id",
         "api",
+        "transactions_aborted",
+        "transactions_not_aborted",
     ),
 }
 COMMON_FIELDS: Final = ("schema", "type", "ts", "proxy")

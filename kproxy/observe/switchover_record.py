@@ -58,11 +58,16 @@ class SwitchoverRecord(ProxyObserver):
             metrics.switchover_fence.set(facts["fence_seconds"])
             metrics.switchover_connections.labels("drained").inc(facts["drained"])
             metrics.switchover_connections.labels("cut").inc(facts["cut"])
+            transactions = metrics.switchover_transactions
+            transactions.labels("aborted").inc(facts["transactions_aborted"])
+            transactions.labels("not_aborted").inc(facts["transactions_not_aborted"])
             fields.update(
                 fence_ms=round(facts["fence_seconds"] * 1000, 3),
                 ms=round(facts["seconds"] * 1000, 3),
                 drained=facts["drained"],
                 cut=facts["cut"],
+                transactions_aborted=facts["transactions_aborted"],
+                transactions_not_aborted=facts["transactions_not_aborted"],
             )
         if self.events is not None:
             self.events.emit(SWITCHOVER, fields)

@@ -41,3 +41,11 @@ SWITCHOVER_RESUME = MetricSpec(
     "without error on the target: how long the switchover left it without service.",
     (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0),
 )
+SWITCHOVER_TRANSACTIONS = MetricSpec(
+    "kproxy_switchover_transactions_total",
+    COUNTER,
+    ("result",),
+    "Transactional ids of fenced producers that switchovers fenced on the cluster they "
+    "left, any open transaction aborted (result aborted), or could not (not_aborted: "
+    "left to the cluster's transaction.timeout.ms).",
+)

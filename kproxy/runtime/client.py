@@ -138,6 +138,10 @@ class ClientConnection:
         return None if self.session.tenant is None else self.session.tenant.name
 
     @property
+    def transactional_ids(self) -> frozenset[str]:  # kproxy.session.transactions
+        return frozenset(self.session.transactional_ids or ())
+
+    @property
     def handshaking(self) -> bool:
         return self.tls is not None and not self.tls.established
 

@@ -1,18 +1,22 @@
-"""kproxy's own connections to the cluster (discovery): ApiVersions, SASL, Metadata.
+"""kproxy's own connections to the cluster: ApiVersions, SASL, then Metadata
+(discovery) or any request by its layout (a switchover's transaction aborts).
 
 Clients' connections never carry a request kproxy made: these are separate connections,
-one per discovery round, closed after the answer.
+one per discovery round (or task), closed after the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.headers import parse_response_header
+from kproxy.protocol.layout_codec import Value
+from kproxy.protocol.own_messages import own_request, own_response
 from kproxy.protocol.requests import metadata_v1_request
 from kproxy.protocol.sasl_messages import (
     api_versions_error,
@@ -29,7 +33,7 @@ from kproxy.runtime.sasl import SaslFailed, SaslSession
 if TYPE_CHECKING:
     from kproxy.config.sasl import ClusterSaslSettings
 
-__all__ = ["MetadataRefused", "fetch_brokers"]
+__all__ = ["Exchange", "MetadataRefused", "fetch_brokers", "own_exchange"]
 
 METADATA = 3
 
@@ -40,7 +44,7 @@ class MetadataRefused(ConnectionError):
     before authentication)."""
 
 
-class _Exchange:
+class Exchange:
     """One of kproxy's own connections: a request out, its response frame back."""
 
     def __init__(
@@ -65,8 +69,13 @@ class _Exchange:
             if got:
                 return memoryview(got[0])
 
+    async def ask_value(self, api_key: int, version: int, value: Value) -> Value:
+        """A request written by its layout, its response read by its own."""
+        request = own_request(api_key, version, self.next_id(), value)
+        return own_response(await self.ask(request), api_key, version)
 
-async def _authenticate(exchange: _Exchange, sasl: ClusterSaslSettings) -> None:
+
+async def _authenticate(exchange: Exchange, sasl: ClusterSaslSettings) -> None:
     """SaslHandshake v1, then SaslAuthenticate v1 rounds (KIP-152) until done."""
     mechanism = sasl.mechanism
     shake = sasl_handshake_answer(
@@ -93,7 +102,27 @@ async def fetch_brokers(
     sasl: ClusterSaslSettings | None = None,
     reachable: Callable[[], None] | None = None,
 ) -> list[Endpoint]:
-    """kproxy's own Metadata request: the cluster's brokers as the bootstrap sees them.
+    """kproxy's own Metadata request: the cluster's brokers as the bootstrap sees them."""
+    async with own_exchange(target, max_frame_bytes, tls, sasl, reachable) as exchange:
+        try:
+            frame = await exchange.ask(metadata_v1_request(exchange.next_id()))
+        except ConnectionError as exc:
+            if sasl is None:
+                raise MetadataRefused(str(exc)) from None
+            raise
+        _, body = parse_response_header(frame, 0)
+        return walk(frame, body, METADATA, 1, False).endpoints
+
+
+@contextlib.asynccontextmanager
+async def own_exchange(
+    target: DialTarget,
+    max_frame_bytes: int,
+    tls: ssl.SSLContext | None,
+    sasl: ClusterSaslSettings | None = None,
+    reachable: Callable[[], None] | None = None,
+) -> AsyncIterator[Exchange]:
+    """One of kproxy's own connections, ready for requests (closed on exit).
 
     ApiVersions first: a broker answers it before authentication, so `reachable` is
     called once the cluster is known to be there, whether or not kproxy may ask more."""
@@ -104,19 +133,12 @@ async def fetch_brokers(
         server_hostname=target.name if tls is not None else None,
     )
     try:
-        exchange = _Exchange(reader, writer, max_frame_bytes)
+        exchange = Exchange(reader, writer, max_frame_bytes)
         api_versions_error(await exchange.ask(api_versions_v0_request(exchange.next_id())))
         if reachable is not None:
             reachable()
         if sasl is not None:
             await _authenticate(exchange, sasl)
-        try:
-            frame = await exchange.ask(metadata_v1_request(exchange.next_id()))
-        except ConnectionError as exc:
-            if sasl is None:
-                raise MetadataRefused(str(exc)) from None
-            raise
-        _, body = parse_response_header(frame, 0)
-        return walk(frame, body, METADATA, 1, False).endpoints
+        yield exchange
     finally:
         writer.close()

@@ -10,6 +10,8 @@ admin endpoint (`POST /switchover?cluster=NAME`), by a reload that changes
 2. fences: new connections wait before they dial (`ConnectionServices.fence`), and every
    open connection reads no new request and closes once what it forwarded is answered,
    between two responses (`switchover.fence_seconds` at most; then it is closed anyway);
+   the transactions its transactional producers left open on the old cluster are
+   aborted there (`kproxy.runtime.transaction_abort`): never half-moved;
 3. moves: the address map forgets the old cluster's nodes and learns the target's, node
    N keeping node N's kproxy port (or SNI name), so what clients were told stays true;
 4. lifts the fence: the waiting connections and every client's reconnection dial the
@@ -33,10 +35,12 @@ from kproxy.runtime.discovery import UNANSWERED, why_unanswered
 from kproxy.runtime.mapping import DialTarget
 from kproxy.runtime.own_connection import MetadataRefused, fetch_brokers
 from kproxy.runtime.tls import TlsSetupError, upstream_context
+from kproxy.runtime.transaction_abort import ABORTED, abort_transactions
 
 if TYPE_CHECKING:
     from kproxy.config.settings import ClusterSettings, Settings
     from kproxy.runtime.observer import ProxyObserver
+    from kproxy.runtime.registry import Connection
     from kproxy.runtime.services import ConnectionServices
 
 log = logging.getLogger("kproxy.switchover")
@@ -44,6 +48,8 @@ log = logging.getLogger("kproxy.switchover")
 _now = time.monotonic
 DRAIN_POLL_SECONDS = 0.02  # how often the fence looks whether its connections closed
 WATCH_MOST_SECONDS = 5.0  # the failover watch probes the active cluster this often at most
+# Aborting open transactions may take this long even when draining took the whole fence.
+ABORT_LEAST_SECONDS = 2.0
 
 
 class SwitchRefused(Exception):
@@ -167,6 +173,8 @@ class Switchover:
             cut = [conn for conn in fenced if not conn.closed]
             for conn in cut:
                 conn.close("switchover")
+            # A failover's source does not answer: its transactions end at its timeout.
+            aborts = {} if trigger == "failover" else await self._abort(source, fenced, deadline)
             fence_seconds = _now() - began
             self.active = target
             svc.addresses.serve_cluster(cluster)
@@ -189,6 +197,8 @@ class Switchover:
             "seconds": round(took, 3),
             "drained": len(fenced) - len(cut),
             "cut": len(cut),
+            "transactions_aborted": sum(1 for result in aborts.values() if result == ABORTED),
+            "transactions_not_aborted": sum(1 for result in aborts.values() if result != ABORTED),
         }
         log.warning(
             "switchover %r -> %r done in %.2f s (fence %.2f s): %d connection(s) closed "
@@ -203,6 +213,28 @@ class Switchover:
         observer.switchover("completed", trigger, source, target, summary)
         observer.active_cluster(target, list(self.clusters))
         return summary
+
+    async def _abort(
+        self, source: str, fenced: list[Connection], deadline: float
+    ) -> dict[str, str]:
+        """The fenced clients' open transactions on `source`, aborted
+        (`kproxy.runtime.transaction_abort`): each transactional id's outcome."""
+        ids = frozenset().union(*(conn.transactional_ids for conn in fenced))
+        cluster = self.clusters.get(source)
+        if not ids or cluster is None:  # none; or a reload renamed the cluster left
+            return {}
+        seconds = max(deadline - _now(), ABORT_LEAST_SECONDS)
+        tls = self.services.upstream_tls  # still the source's
+        aborts = await abort_transactions(cluster, tls, ids, self.max_frame_bytes, seconds)
+        failed = {key: why for key, why in aborts.items() if why != ABORTED}
+        log.warning(
+            "switchover: %d transactional id(s) of fenced producers fenced on %r, any open "
+            "transaction of theirs aborted%s",
+            len(aborts) - len(failed),
+            source,
+            f"; not (left to transaction.timeout.ms): {failed}" if failed else "",
+        )
+        return aborts
 
     async def probe(self, cluster: ClusterSettings, tls: ssl.SSLContext | None) -> str | None:
         """None when one of `cluster`'s bootstrap servers answers Metadata (or

@@ -19,6 +19,9 @@ as they would to a broker:
   authorization error a broker sends (`refuse`);
 * a request that changes the cluster (`kproxy.session.audit.CHANGE_APIS`) takes the
   general path, read for what it names and recorded with its outcome (the audit trail);
+* a transactional producer's InitProducerId, AddOffsetsToTxn and EndTxn take the
+  general path, read for the transactional id they name
+  (`kproxy.session.transactions`: a switchover aborts its open transaction);
 * SaslHandshake v0 is refused: raw SASL tokens follow it with no Kafka header, which
   kproxy cannot frame-check; every client since Kafka 1.0 uses v1 + SaslAuthenticate
   (KIP-152). SaslHandshake v1 and SaslAuthenticate pass, read on their way by the
@@ -55,6 +58,7 @@ from kproxy.session.authorize import checked
 from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.tenancy import TENANT_APIS
+from kproxy.session.transactions import TRANSACTION_APIS
 
 # Client listeners serve what a broker listener serves.
 CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
@@ -62,9 +66,9 @@ CLIENT_REFUSED_APIS = CONTROLLER_PLANE_APIS
 # What happens to a request: forwarded as it came, walked (it may carry endpoints),
 # answered with the policy's authorization error, answered by kproxy (an ApiVersions
 # version it does not know, KIP-511), its connection closed (`check_request` says why),
-# forwarded as it came and read for who the client is (SASL), or read for the audit
-# trail (and walked, when it may carry endpoints).
-FORWARD, WALK, DENY, ANSWER, CLOSE, IDENTIFY, AUDIT = range(7)
+# forwarded as it came and read for who the client is (SASL), read for the audit trail
+# (and walked, when it may carry endpoints), or read for the transactional id it names.
+FORWARD, WALK, DENY, ANSWER, CLOSE, IDENTIFY, AUDIT, TRANSACT = range(8)
 # Or'ed into a route that lets a request pass: checked first against the listener's
 # authorization rules (`kproxy.session.authorize`), by the general path.
 AUTHORIZE = 8
@@ -84,6 +88,8 @@ def route_of(key: int, version: int, refused_apis: frozenset[int], denied: froze
         return DENY
     if key in CHANGE_APIS:
         return AUDIT
+    if key in TRANSACTION_APIS:
+        return TRANSACT
     if key in WALKED_REQUESTS and can_walk(key, version, True):
         return WALK
     if key in SASL_APIS:
@@ -123,7 +129,7 @@ class Admission:
                 # A tenant's names are renamed too, and the cluster's APIs refused it.
                 if (
                     (authorizer is not None or tenancy is not None)
-                    and route in (FORWARD, WALK, AUDIT)
+                    and route in (FORWARD, WALK, AUDIT, TRANSACT)
                     and (
                         checked(key, version, api_rules)
                         or (tenancy is not None and key not in TENANT_APIS)

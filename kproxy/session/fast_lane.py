@@ -53,15 +53,17 @@ from kproxy.session.inflight import InFlight
 from kproxy.session.state import SessionState
 from kproxy.session.steps import ClientStep, UpstreamStep
 from kproxy.session.streaming import StreamedResponse
+from kproxy.session.transactions import TRANSACTION_APIS
 
 # The walked responses with a scan that tells, exactly and cheaply, that a response has
 # nothing to act on (no error, no KIP-951 leader hint or endpoints): its walk is skipped.
 SCANNED_RESPONSES: Final = frozenset((PRODUCE, FETCH))
 # Responses the general path reads though nothing in them changes: ApiVersions (kproxy
 # may clamp it), SASL (the principal it confirms, `kproxy.session.identity`), those to
-# requests that change the cluster (their outcome, `kproxy.session.audit`).
+# requests that change the cluster (their outcome, `kproxy.session.audit`), and those
+# to a transactional producer's (whether its id is its, `kproxy.session.transactions`).
 GENERAL_RESPONSES: Final = (
-    frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE)) | CHANGE_APIS
+    frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE)) | CHANGE_APIS | TRANSACTION_APIS
 )
 
 

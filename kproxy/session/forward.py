@@ -22,6 +22,7 @@ from kproxy.session.admission import (
     DENY,
     FORWARD,
     IDENTIFY,
+    TRANSACT,
     WALK,
     admit,
     api_versions_fallback,
@@ -37,6 +38,7 @@ from kproxy.session.quota import QuotaBook
 from kproxy.session.records import Frame
 from kproxy.session.state import SessionState
 from kproxy.session.steps import ClientStep, UpstreamStep
+from kproxy.session.transactions import transactional_id
 
 _pack_size: Final = INT32.pack
 
@@ -130,6 +132,8 @@ def forward_requests(
             if session.identity is None:
                 session.identity = Identity(session.oauthbearer_claim)
             sasl_request(session.identity, hdr, head)
+        elif route == TRANSACT:
+            req.transactional_id = transactional_id(hdr, head)
         if walked is not None and walked.endpoints:
             out.extend(rewrite(head, walked.endpoints, session.cluster_view).chunks)
             continue

@@ -37,6 +37,7 @@ class InFlight:
         "size",
         "then",
         "throttle_ms",
+        "transactional_id",
         "upstream_seconds",
         "version",
     )
@@ -65,6 +66,9 @@ class InFlight:
         # What the listener's authorization does to its response
         # (`kproxy.session.response_edit`); None: nothing.
         self.authz: ResponseEdit | None = None
+        # The transactional id it names, to note once answered without error
+        # (`kproxy.session.transactions`); None: not a transaction request.
+        self.transactional_id: str | None = None
         # Its response, once sent to the client (`answered`).
         self.size = 0  # bytes sent to the client (after any rewrite)
         self.upstream_seconds = 0.0  # request sent -> response back

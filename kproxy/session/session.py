@@ -32,11 +32,10 @@ from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.primitives import INT16, INT32
 from kproxy.protocol.throttle import with_throttle
 from kproxy.protocol.walker import MAX_RESPONSE_ENDPOINTS, WalkResult, walk
-from kproxy.session.admission import CLIENT_REFUSED_APIS, SASL_APIS
-from kproxy.session.audit import audit_response
+from kproxy.session.admission import CLIENT_REFUSED_APIS
+from kproxy.session.answers import read_answer
 from kproxy.session.fast_lane import FAST_LANE, SCANNED_RESPONSES, FastLane, response_is_plain
 from kproxy.session.forward import charge, forward_requests
-from kproxy.session.identity import sasl_response
 from kproxy.session.inflight import InFlight
 from kproxy.session.mapping import AddressMapping, learn_endpoints
 from kproxy.session.order import request_for
@@ -280,12 +279,7 @@ class ProxySession(SessionState):
         req = request_for(self.inflight, frame)
         key = req.api_key
         whole = self.upstream_reader.take_whole()  # this response, when it came alone
-        if key in SASL_APIS and self.identity is not None:  # kproxy.session.identity
-            ended = sasl_response(self.identity, req, frame)
-            if ended is not None:
-                step.facts().authentications.append(ended)
-        elif req.audit is not None:  # a change, recorded with the cluster's answer
-            step.facts().audits.append(audit_response(req.audit, frame, req.header_version))
+        read_answer(self, req, frame, step)  # SASL, audit trail, transactions (read only)
         if req.authz is not None:  # kproxy.session.response_edit
             edited = edit_response(req.authz, key, req.version, frame, req.header_version)
             if edited is not None:

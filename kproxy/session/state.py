@@ -56,6 +56,7 @@ class SessionState:
         "server_name",
         "stream",
         "tenant",
+        "transactional_ids",
         "upstream_reader",
     )
 
@@ -113,6 +114,9 @@ class SessionState:
         self.tenant: Tenant | None = None
         self.authz_key: tuple[object, object, str, str | None] | None = None
         self.server_name: str | None = None  # the TLS server name (SNI) the client sent
+        # The transactional ids the client used (`kproxy.session.transactions`); None
+        # until one was, as for every connection but a transactional producer's.
+        self.transactional_ids: set[str] | None = None
 
     def cluster_view(self, ep: Endpoint) -> tuple[str, int]:
         """Where a request's endpoint is in the cluster (the client named kproxy's)."""

@@ -78,6 +78,7 @@ def test_the_live_report_says_how_far_the_data_reaches() -> None:
                     "ms": 40.0,
                     "drained": 3,
                     "cut": 0,
+                    "transactions_aborted": 0,
                     "reason": None,
                     "detail": None,
                 }

@@ -415,7 +415,7 @@ SWITCHOVER_LINES = [
     '{"schema":1,"type":"switchover","ts":"2026-12-06T10:00:00.500000Z","proxy":"p-1",'
     '"phase":"completed","trigger":"admin","from_cluster":"blue","to_cluster":"green",'
     '"connections":null,"fence_ms":480.5,"ms":512.25,"drained":7,"cut":1,"reason":null,'
-    '"detail":null}',
+    '"detail":null,"transactions_aborted":2,"transactions_not_aborted":0}',
     '{"schema":1,"type":"switchover","ts":"2026-12-06T11:00:00.000000Z","proxy":"p-1",'
     '"phase":"refused","trigger":"reload","from_cluster":"green","to_cluster":"red",'
     '"connections":null,"fence_ms":null,"ms":null,"drained":null,"cut":null,'
@@ -448,10 +448,11 @@ def test_the_switchover_tables_and_their_report_section(spark: SparkSession) -> 
     assert rows == [
         {"proxy": "p-1", "trigger": "reload", "from_cluster": "green", "to_cluster": "red",
          "outcome": "refused", "fence_ms": None, "ms": None, "drained": None, "cut": None,
-         "reason": "unknown", "detail": "no cluster named 'red' (clusters: blue, green)"},
+         "transactions_aborted": None, "reason": "unknown",
+         "detail": "no cluster named 'red' (clusters: blue, green)"},
         {"proxy": "p-1", "trigger": "admin", "from_cluster": "blue", "to_cluster": "green",
          "outcome": "completed", "fence_ms": 480.5, "ms": 512.25, "drained": 7, "cut": 1,
-         "reason": None, "detail": None},
+         "transactions_aborted": 2, "reason": None, "detail": None},
     ]  # fmt: skip
     resumed = [r.asDict() for r in tables["switchover_resumptions"].drop("ts").collect()]
     assert resumed == [

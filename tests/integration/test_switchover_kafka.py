@@ -8,7 +8,10 @@ idempotent producer and consumer group (tests/java/SwitchoverClients.java). kpro
 switches a -> b: no client is restarted or reconfigured, both producers go on writing
 on b, and every record acknowledged (by a before the fence, by b after it) is read by
 both groups on b; duplicates are counted (MirrorMaker's offset sync lags up to a
-second). Then back to a. Last, a's broker is killed and kproxy fails over to b by itself.
+second). Then back to a. Transactions: one left open on a at the fence is aborted there
+by kproxy (long before a's transaction timeout) and never reaches b, while transactional
+producers (confluent-kafka's, and Kafka's Java one) go on on b. Last, a's broker is
+killed and kproxy fails over to b by itself.
 """
 
 from __future__ import annotations
@@ -25,12 +28,22 @@ from tests.kproxy_process import KproxyProcess
 from tests.peers.kafka_cluster import KafkaCluster
 from tests.peers.mirror_maker import MirrorMaker
 from tests.peers.net import wait_until
-from tests.switchover_clients import JavaClients, PythonClients, post_switch, read_topic
+from tests.switchover_clients import (
+    JavaClients,
+    JavaTransactions,
+    PythonClients,
+    post_switch,
+    read_committed,
+    read_topic,
+)
 
 pytestmark = pytest.mark.peers
 
 TOPIC = "orders"
+TX_TOPIC = "payments"  # written in transactions
 PARTITIONS = 3
+# Transactions time out on a after this long: kproxy must end the open one far sooner.
+TRANSACTION_TIMEOUT_MS = 60_000
 # How far behind a group's offsets on b may be at the switch: the consumers commit every
 # 0.5 s, MirrorMaker emits checkpoints and syncs group offsets every 1 s each; with slack.
 MIRROR_LAG_SECONDS = 5.0
@@ -49,9 +62,11 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         KafkaCluster(1, heap="320m", external_domain="b.invalid", workdir=workdir / "b") as b,
     ):
         a.create_topic(TOPIC, PARTITIONS, 1)
-        with MirrorMaker(a.internal_bootstrap, b.internal_bootstrap, [TOPIC], workdir) as mm:
-            wait_until(lambda: TOPIC in b.admin().list_topics(timeout=5).topics, 120,
-                       what=f"MirrorMaker to create {TOPIC} on b")  # fmt: skip
+        a.create_topic(TX_TOPIC, PARTITIONS, 1)
+        topics = [TOPIC, TX_TOPIC]
+        with MirrorMaker(a.internal_bootstrap, b.internal_bootstrap, topics, workdir) as mm:
+            wait_until(lambda: set(topics) <= set(b.admin().list_topics(timeout=5).topics), 120,
+                       what="MirrorMaker to create the topics on b")  # fmt: skip
             yield Pair(a, b, mm)
 
 
@@ -159,6 +174,95 @@ def test_every_client_moves_to_b_and_back_untouched(pair: Pair, tmp_path: Path) 
         assert {v for _, v in back.acked} <= written_on_a
         assert proc.metric("kproxy_switchovers_total", result="completed") == 2
         assert proc.topology()["cluster"]["active"] == "a"
+
+
+def transactional_producer(bootstrap: str, transactional_id: str) -> Any:
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+         "client.id": transactional_id, "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS}
+    )  # fmt: skip
+    producer.init_transactions(30)
+    return producer
+
+
+def committed_on_b(pair: Pair) -> list[str]:
+    return read_committed(pair.b.internal_bootstrap, TX_TOPIC, PARTITIONS)
+
+
+def commit(producer: Any, values: list[str]) -> None:
+    producer.begin_transaction()
+    for value in values:
+        producer.produce(TX_TOPIC, value.encode(), partition=0)
+    producer.commit_transaction(30)
+
+
+def test_open_transactions_are_aborted_on_a_and_never_half_moved(
+    pair: Pair, tmp_path: Path
+) -> None:
+    from confluent_kafka import KafkaException, Producer
+
+    with kproxy_for(tmp_path, pair) as proc:
+        java = JavaTransactions(tmp_path, proc.bootstrap, TX_TOPIC, "java-tx")
+        held = transactional_producer(proc.bootstrap, "py-tx")
+        try:
+            commit(held, ["py-tx:0-0", "py-tx:0-1"])
+            # A transaction left open on a across the switchover: its records are on a.
+            held.begin_transaction()
+            for j in range(3):
+                held.produce(TX_TOPIC, f"py-tx:held-{j}".encode(), partition=0)
+            assert held.flush(30) == 0
+            # A record after it, written to a directly: read-committed readers of a
+            # (MirrorMaker) reach it only once the open transaction has ended.
+            direct = Producer({"bootstrap.servers": pair.a.internal_bootstrap})
+            direct.produce(TX_TOPIC, b"after-held", partition=0)
+            assert direct.flush(30) == 0
+            wait_until(lambda: len(java.committed) >= 20, 90, what="Java transactions on a")
+
+            status, summary = post_switch(proc.admin_port, "b")
+            assert status == 200, summary
+            print(f"switchover a -> b: {summary}")
+            # Both producers' ids were fenced on a, their open transactions aborted...
+            assert summary["transactions_aborted"] == 2, summary
+            assert summary["transactions_not_aborted"] == 0, summary
+            # ...so MirrorMaker reads past the held one at once, not after its timeout.
+            switched = time.monotonic()
+            wait_until(lambda: "after-held" in committed_on_b(pair), TRANSACTION_TIMEOUT_MS / 2000,
+                       what="MirrorMaker past the aborted transaction")  # fmt: skip
+            print(f"past the aborted transaction on b after {time.monotonic() - switched:.1f} s")
+
+            # The held transaction fails on b, which never gave its producer id; aborted,
+            # the producer goes on there, untouched.
+            with pytest.raises(KafkaException) as failed:
+                held.commit_transaction(30)
+            assert failed.value.args[0].txn_requires_abort(), failed.value
+            held.abort_transaction(30)
+            commit(held, ["py-tx:1-0", "py-tx:1-1"])
+            mark = len(java.committed)
+            wait_until(lambda: len(java.committed) >= mark + 20, 90,
+                       what="Java transactions on b")  # fmt: skip
+        finally:
+            java_exit = java.close()
+        assert java_exit == 0, java.log_path.read_text()[-3000:]
+        print(f"Java producer: {java.lines('ABORTED')[:2]} {java.lines('FATAL')[:2]}")
+
+        committed = [f"py-tx:{n}-{j}" for n in (0, 1) for j in (0, 1)]
+        committed += [f"java-tx:{n}-{j}" for n in java.committed for j in range(5)]
+
+        wait_until(lambda: set(committed) <= set(committed_on_b(pair)), 60,
+                   what="every committed transaction on b")  # fmt: skip
+        on_b = committed_on_b(pair)
+        # Never half-moved: nothing of the aborted transaction, and every transaction
+        # on b whole (its five records, or none).
+        assert not [v for v in on_b if v.startswith("py-tx:held")]
+        java_records = [v.split(":")[1] for v in on_b if v.startswith("java-tx:")]
+        per_transaction: dict[str, int] = {}
+        for value in java_records:
+            n = value.split("-")[0]
+            per_transaction[n] = per_transaction.get(n, 0) + 1
+        assert set(per_transaction.values()) == {5}, per_transaction
+        assert proc.metric("kproxy_switchover_transactions_total", result="aborted") == 2
 
 
 def test_kproxy_fails_over_when_a_dies(pair: Pair, tmp_path: Path) -> None:

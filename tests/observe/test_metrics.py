@@ -76,6 +76,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.switchover_fence.set(0.25)
     m.switchover_connections.labels("drained").inc()
     m.switchover_resume.labels("Produce").observe(1.5)
+    m.switchover_transactions.labels("aborted").inc()
     return m
 
 

@@ -81,6 +81,9 @@ def mirror_properties(source: str, target: str, topics: Sequence[str]) -> str:
             # The same topic names on the target: clients switched over find theirs.
             "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
             "sync.group.offsets.enabled = true",
+            # Committed records only: an aborted transaction's never reach the target (by
+            # default MirrorMaker reads uncommitted ones too, and writes them as plain).
+            "source.consumer.isolation.level = read_committed",
             "sync.group.offsets.interval.seconds = 1",
             "emit.checkpoints.interval.seconds = 1",
             "emit.heartbeats.enabled = false",
