@@ -91,6 +91,7 @@ FIELD_TYPES: Final[dict[str, str]] = {
     "fence_ms": "double",
     "drained": "int",
     "cut": "int",
+    "unanswered": "int",
     "reason": "string",
     "detail": "string",
     "transactions_aborted": "int",

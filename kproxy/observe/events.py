@@ -115,6 +115,7 @@ EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "ms",
         "drained",
         "cut",
+        "unanswered",
         "reason",
         "detail",
         "client_id",

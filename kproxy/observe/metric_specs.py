@@ -16,12 +16,13 @@ from kproxy.observe.switchover_specs import (
     SWITCHOVER_FENCE,
     SWITCHOVER_RESUME,
     SWITCHOVER_TRANSACTIONS,
+    SWITCHOVER_UNANSWERED,
     SWITCHOVERS,
 )
 
 __all__ = ["ACTIVE_CLUSTER", "COUNTER", "GAUGE", "HISTOGRAM", "SWITCHOVERS",
            "SWITCHOVER_CONNECTIONS", "SWITCHOVER_FENCE", "SWITCHOVER_RESUME",
-           "SWITCHOVER_TRANSACTIONS", "MetricSpec"]  # fmt: skip
+           "SWITCHOVER_TRANSACTIONS", "SWITCHOVER_UNANSWERED", "MetricSpec"]  # fmt: skip
 
 # Kafka request latencies: from sub-millisecond metadata calls to Fetch long polls
 # (fetch.max.wait.ms, 500 ms by default) and acks=all produces under load.

@@ -147,6 +147,7 @@ class KproxyMetrics:
         self.switchover_connections = cast(Counter, made[specs.SWITCHOVER_CONNECTIONS])
         self.switchover_resume = cast(Histogram, made[specs.SWITCHOVER_RESUME])
         self.switchover_transactions = cast(Counter, made[specs.SWITCHOVER_TRANSACTIONS])
+        self.switchover_unanswered = cast(Counter, made[specs.SWITCHOVER_UNANSWERED])
         self.quorum_leader = cast(Gauge, made[specs.QUORUM_LEADER])
         self.quorum_epoch = cast(Gauge, made[specs.QUORUM_EPOCH])
         self.quorum_leader_changes = cast(Counter, made[specs.QUORUM_LEADER_CHANGES])

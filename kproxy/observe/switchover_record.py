@@ -58,6 +58,7 @@ class SwitchoverRecord(ProxyObserver):
             metrics.switchover_fence.set(facts["fence_seconds"])
             metrics.switchover_connections.labels("drained").inc(facts["drained"])
             metrics.switchover_connections.labels("cut").inc(facts["cut"])
+            metrics.switchover_unanswered.inc(facts["unanswered"])
             transactions = metrics.switchover_transactions
             transactions.labels("aborted").inc(facts["transactions_aborted"])
             transactions.labels("not_aborted").inc(facts["transactions_not_aborted"])
@@ -66,6 +67,7 @@ class SwitchoverRecord(ProxyObserver):
                 ms=round(facts["seconds"] * 1000, 3),
                 drained=facts["drained"],
                 cut=facts["cut"],
+                unanswered=facts["unanswered"],
                 transactions_aborted=facts["transactions_aborted"],
                 transactions_not_aborted=facts["transactions_not_aborted"],
             )

@@ -49,3 +49,10 @@ SWITCHOVER_TRANSACTIONS = MetricSpec(
     "left, any open transaction aborted (result aborted), or could not (not_aborted: "
     "left to the cluster's transaction.timeout.ms).",
 )
+SWITCHOVER_UNANSWERED = MetricSpec(
+    "kproxy_switchover_requests_unanswered_total",
+    COUNTER,
+    (),
+    "Requests the connections cut at a switchover's fence had read and not answered "
+    "(in flight, or waiting for a slot): their clients send them again to the target.",
+)

@@ -142,6 +142,10 @@ class ClientConnection:
         return frozenset(self.session.transactional_ids or ())
 
     @property
+    def unanswered(self) -> int:  # requests a close now leaves unanswered
+        return self.session.unanswered
+
+    @property
     def handshaking(self) -> bool:
         return self.tls is not None and not self.tls.established
 

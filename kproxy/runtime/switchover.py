@@ -171,6 +171,8 @@ class Switchover:
             while _now() < deadline and any(not conn.closed for conn in fenced):
                 await asyncio.sleep(DRAIN_POLL_SECONDS)
             cut = [conn for conn in fenced if not conn.closed]
+            # Their clients send these again on their next connection (to the target).
+            unanswered = sum(conn.unanswered for conn in cut)
             for conn in cut:
                 conn.close("switchover")
             # A failover's source does not answer: its transactions end at its timeout.
@@ -197,18 +199,20 @@ class Switchover:
             "seconds": round(took, 3),
             "drained": len(fenced) - len(cut),
             "cut": len(cut),
+            "unanswered": unanswered,
             "transactions_aborted": sum(1 for result in aborts.values() if result == ABORTED),
             "transactions_not_aborted": sum(1 for result in aborts.values() if result != ABORTED),
         }
         log.warning(
             "switchover %r -> %r done in %.2f s (fence %.2f s): %d connection(s) closed "
-            "between responses, %d cut at the fence's end",
+            "between responses, %d cut at the fence's end (%d request(s) left unanswered)",
             source,
             target,
             took,
             fence_seconds,
             summary["drained"],
             summary["cut"],
+            unanswered,
         )
         observer.switchover("completed", trigger, source, target, summary)
         observer.active_cluster(target, list(self.clusters))

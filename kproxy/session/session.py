@@ -97,6 +97,13 @@ class ProxySession(SessionState):
         return bool(self.inflight) or self.stream is not None or bool(self.held)
 
     @property
+    def unanswered(self) -> int:
+        """Requests read from the client whose answer it has not had: a close now leaves
+        them unanswered (in flight, held or streaming, waiting for a slot)."""
+        held = len(self.held or ()) + (self.stream is not None)
+        return len(self.inflight) + held + self._waiting_requests()
+
+    @property
     def waiting_bytes(self) -> int:
         """Bytes of requests read past the in-flight limit, waiting for a slot."""
         return sum(frame_bytes(f) for f in self._waiting or ())

@@ -129,6 +129,8 @@ def test_clients_move_to_the_other_cluster_and_back_untouched(
         assert proc.metric("kproxy_active_cluster", cluster="b") == 0
         moved = proc.metric("kproxy_switchover_connections_total")
         assert moved >= 4, moved  # the producer's and the consumer's, twice at least
+        # All closed between responses: nothing the clients sent went unanswered.
+        assert proc.metric("kproxy_switchover_requests_unanswered_total") == 0
         # Each client's first success on the target, timed from the fence.
         resumes = proc.metric("kproxy_switchover_resume_seconds_count", api="Produce")
         assert resumes == 2, resumes  # the producer, after each switchover

@@ -64,7 +64,7 @@ def drive(o: Observability) -> None:
     o.connection_closed("node-1", "client_closed", "User:alice", "127.0.0.1")
     o.authenticated("node-1", "127.0.0.1", Authentication("PLAIN", "User:alice", True, 0, False))
     o.switchover("fenced", "admin", "a", "b", {"connections": 2})
-    summary = {"fence_seconds": 0.25, "seconds": 0.5, "drained": 1, "cut": 1,
+    summary = {"fence_seconds": 0.25, "seconds": 0.5, "drained": 1, "cut": 1, "unanswered": 2,
                "transactions_aborted": 1, "transactions_not_aborted": 0}  # fmt: skip
     o.switchover("completed", "admin", "a", "b", summary)
     o.leaders(0, "app", 2, [obs(0, 0, None, None, False)], frozenset())  # resumed on b

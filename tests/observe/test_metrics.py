@@ -77,6 +77,7 @@ def exercised(topic_labels: bool = True) -> KproxyMetrics:
     m.switchover_connections.labels("drained").inc()
     m.switchover_resume.labels("Produce").observe(1.5)
     m.switchover_transactions.labels("aborted").inc()
+    m.switchover_unanswered.inc(2)
     return m
 
 

@@ -108,7 +108,7 @@ def test_the_observer_reports_each_first_success_as_an_event_and_a_metric(
     o = Observability(settings, instance="p-1", runtime_collectors=False)
     o.leaders(PRODUCE, "app", 1, [ok()], frozenset())  # before any switchover: nothing
     o.switchover("fenced", "admin", "a", "b", {"connections": 2})
-    summary = {"fence_seconds": 0.1, "seconds": 0.2, "drained": 2, "cut": 0,
+    summary = {"fence_seconds": 0.1, "seconds": 0.2, "drained": 2, "cut": 0, "unanswered": 0,
                "transactions_aborted": 0, "transactions_not_aborted": 0}  # fmt: skip
     o.switchover("completed", "admin", "a", "b", summary)
     o.leaders(PRODUCE, "app", 1, [failed()], frozenset())

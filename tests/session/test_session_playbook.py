@@ -176,6 +176,7 @@ def test_an_unwalked_response_frees_a_slot_for_a_waiting_request() -> None:
     first = client(s, b"".join(requests))
     assert first.pause_reading and first.held == 1
     assert joined(first.to_upstream) == requests[0] + requests[1]
+    assert s.unanswered == 3  # two in flight, one waiting: what a close now leaves
     back = upstream(s, heartbeat_response(1))
     assert joined(back.to_client) == heartbeat_response(1)
     assert joined(back.to_upstream) == requests[2]  # the waiting one takes the freed slot
@@ -183,7 +184,7 @@ def test_an_unwalked_response_frees_a_slot_for_a_waiting_request() -> None:
     assert upstream(s, heartbeat_response(2)).resume_reading  # below half the cap again
     last = upstream(s, heartbeat_response(3))
     assert not last.resume_reading and joined(last.to_client) == heartbeat_response(3)
-    assert not s.answering
+    assert not s.answering and s.unanswered == 0
 
 
 def test_request_endpoints_are_mapped_back_to_the_cluster() -> None:
