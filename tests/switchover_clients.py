@@ -158,87 +158,77 @@ class PythonClients:
         self.consumer.close()
 
 
-class JavaClients:
+class JavaProgram:
+    """A single-file Java program of tests/java/ on Kafka's classpath: it prints a line
+    per fact (`KIND value`) and ends, printing DONE, once its stop files exist."""
+
+    def __init__(
+        self, name: str, program: Path, args: list[str], log_path: Path, stop_files: list[Path],
+        heap: str,
+    ) -> None:  # fmt: skip
+        self.name, self.log_path, self.stop_files = name, log_path, stop_files
+        argv = java_tool_argv(
+            str(program), *args, lib=ensure_kafka_jars(), heap=heap, log_level="warn"
+        )
+        self.process = PeerProcess(name, argv, log_path=log_path, env=java_env())
+        self.process.start()
+
+    def _text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def lines(self, kind: str) -> list[str]:
+        head = f"{kind} "
+        return [line[len(head) :] for line in self._text().splitlines() if line.startswith(head)]
+
+    def close(self) -> int | None:
+        for stop in self.stop_files:
+            stop.touch()
+        with contextlib.suppress(TimeoutError):
+            wait_until(self._done, 60, what=f"{self.name} to stop")
+        return self.process.stop(timeout=10)
+
+    def _done(self) -> bool:
+        return not self.process.running or "DONE" in self._text().splitlines()
+
+
+class JavaClients(JavaProgram):
     """tests/java/SwitchoverClients.java: Kafka's Java producer and consumer group."""
 
     def __init__(self, workdir: Path, bootstrap: str, topic: str, group: str, prefix: str) -> None:
         self.stop_producing_file = workdir / f"{prefix}.stop-producing"
-        self.stop_consuming_file = workdir / f"{prefix}.stop-consuming"
-        self.log_path = workdir / f"{prefix}.out"
-        argv = java_tool_argv(
-            str(JAVA_PROGRAM), bootstrap, topic, group, prefix,
-            str(self.stop_producing_file), str(self.stop_consuming_file),
-            lib=ensure_kafka_jars(), heap="192m", log_level="warn",
-        )  # fmt: skip
-        self.process = PeerProcess(f"java-{prefix}", argv, log_path=self.log_path, env=java_env())
-        self.process.start()
-
-    def _lines(self, kind: str) -> list[str]:
-        text = self._text()
-        head = f"{kind} "
-        return [line[len(head) :] for line in text.splitlines() if line.startswith(head)]
+        stop_consuming_file = workdir / f"{prefix}.stop-consuming"
+        args = [bootstrap, topic, group, prefix, str(self.stop_producing_file),
+                str(stop_consuming_file)]  # fmt: skip
+        super().__init__(f"java-{prefix}", JAVA_PROGRAM, args, workdir / f"{prefix}.out",
+                         [self.stop_producing_file, stop_consuming_file], "192m")  # fmt: skip
 
     @property
     def acked(self) -> list[str]:
-        return self._lines("ACKED")
+        return self.lines("ACKED")
 
     @property
     def failed(self) -> list[str]:
-        return self._lines("FAILED")
+        return self.lines("FAILED")
 
     @property
     def consumed(self) -> list[str]:
-        return self._lines("CONSUMED")
+        return self.lines("CONSUMED")
 
     def stop_producing(self) -> None:
         """Stop the producer; returns once it has flushed and closed."""
         self.stop_producing_file.touch()
         wait_until(lambda: "PRODUCER CLOSED" in self._text(), 150, what="the Java producer")
 
-    def _text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def close(self) -> int | None:
-        self.stop_producing_file.touch()
-        self.stop_consuming_file.touch()
-        with contextlib.suppress(TimeoutError):
-            wait_until(self._done, 60, what="the Java clients to stop")
-        return self.process.stop(timeout=10)
-
-    def _done(self) -> bool:
-        return not self.process.running or "DONE" in self._text()
-
-
-class JavaTransactions:
+class JavaTransactions(JavaProgram):
     """tests/java/TransactionalProducer.java: Kafka's Java transactional producer."""
 
     def __init__(self, workdir: Path, bootstrap: str, topic: str, transactional_id: str) -> None:
-        self.stop_file = workdir / f"{transactional_id}.stop"
-        self.log_path = workdir / f"{transactional_id}.out"
-        argv = java_tool_argv(
-            str(JAVA_TRANSACTIONS), bootstrap, topic, transactional_id, f"{transactional_id}:",
-            "5", str(self.stop_file), lib=ensure_kafka_jars(), heap="128m", log_level="warn",
-        )  # fmt: skip
-        self.process = PeerProcess(transactional_id, argv, log_path=self.log_path, env=java_env())
-        self.process.start()
-
-    def _text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def _done(self) -> bool:
-        return "DONE" in self._text().splitlines()
-
-    def lines(self, kind: str) -> list[str]:
-        head = kind + " "
-        return [line[len(head) :] for line in self._text().splitlines() if line.startswith(head)]
+        stop_file = workdir / f"{transactional_id}.stop"
+        args = [bootstrap, topic, transactional_id, f"{transactional_id}:", "5", str(stop_file)]
+        super().__init__(transactional_id, JAVA_TRANSACTIONS, args,
+                         workdir / f"{transactional_id}.out", [stop_file], "128m")  # fmt: skip
 
     @property
     def committed(self) -> list[int]:
         return [int(n) for n in self.lines("COMMITTED")]
-
-    def close(self) -> int | None:
-        self.stop_file.touch()
-        with contextlib.suppress(TimeoutError):
-            wait_until(lambda: not self.process.running or self._done(), 60,
-                       what="the Java transactional producer to stop")  # fmt: skip
-        return self.process.stop(timeout=10)

@@ -4,20 +4,15 @@ hand-written ones (a switchover's transaction aborts, `kproxy.runtime.transactio
 
 from __future__ import annotations
 
-import struct
-
-from kproxy.protocol.apis import APIS
+from kproxy.protocol.apis import APIS, is_flexible
+from kproxy.protocol.entities import read_message
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.headers import parse_response_header
-from kproxy.protocol.layout_codec import LayoutReader, LayoutWriter, Value, layout_for
+from kproxy.protocol.layout_codec import LayoutWriter, Value, layout_for
+from kproxy.protocol.requests import request_frame
 
-_HEADER = struct.Struct(">hhih")  # api key, version, correlation id, client id's length
-_SIZE = struct.Struct(">i")
 _BUDGET = 1 << 20  # kproxy's own requests are small
-
-
-def _flexible(api_key: int, version: int) -> bool:
-    return 0 <= APIS[api_key].first_flexible <= version
+_MAX_ELEMENTS = 10_000  # array elements read from an answer, at most
 
 
 def own_request(
@@ -28,18 +23,17 @@ def own_request(
     layout = layout_for(api_key, True, version)
     if layout is None:
         raise ValueError(f"no layout for request {api_key} v{version}")
-    flexible = _flexible(api_key, version)
-    head = _HEADER.pack(api_key, version, correlation_id, len(client_id)) + client_id
-    if flexible:
-        head += b"\x00"
-    payload = LayoutWriter(flexible, _BUDGET).write(layout, value, head)
-    return _SIZE.pack(len(payload)) + payload
+    flexible = is_flexible(api_key, version)
+    body = LayoutWriter(flexible, _BUDGET).write(layout, value)
+    return request_frame(
+        api_key, version, correlation_id, client_id, b"\x00" + body if flexible else body
+    )
 
 
 def own_response(frame: memoryview, api_key: int, version: int) -> Value:
     """The response to `own_request(api_key, version, ...)`, read by its layout."""
-    layout = layout_for(api_key, False, version)
-    if layout is None:
-        raise MalformedMessage(f"no layout for response {api_key} v{version}")
     _, body = parse_response_header(frame, APIS[api_key].headers[version][1])
-    return LayoutReader(frame, body, _flexible(api_key, version), max_elements=10_000).read(layout)
+    read = read_message(api_key, False, version, frame, body, _MAX_ELEMENTS)
+    if read is None:
+        raise MalformedMessage(f"no layout for response {api_key} v{version}")
+    return read[1]

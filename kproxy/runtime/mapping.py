@@ -44,6 +44,11 @@ class DialTarget(NamedTuple):
     name: str
 
 
+def cluster_target(cluster: ClusterSettings, host: str, port: int) -> DialTarget:
+    """Where kproxy dials `cluster`'s broker advertised as host:port (its dial overrides)."""
+    return DialTarget(*cluster.dial_address(host, port), host)
+
+
 class AddressMap:
     """Node id -> advertised address, dial address and kproxy listener port."""
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from kproxy.protocol.hostport import format_host_port
 from kproxy.runtime.discovery import UNANSWERED, why_unanswered
-from kproxy.runtime.mapping import DialTarget
+from kproxy.runtime.mapping import cluster_target
 from kproxy.runtime.own_connection import MetadataRefused, fetch_brokers
 from kproxy.runtime.tls import TlsSetupError, upstream_context
 from kproxy.runtime.transaction_abort import ABORTED, abort_transactions
@@ -246,8 +246,7 @@ class Switchover:
         timeout = float(cluster.connect_timeout_seconds)
         why = "no bootstrap server"
         for host, port in cluster.bootstrap_servers:
-            dial_host, dial_port = cluster.dial_address(host, port)
-            target = DialTarget(dial_host, dial_port, host)
+            target = cluster_target(cluster, host, port)
             address = format_host_port(host, port)
             try:
                 await asyncio.wait_for(

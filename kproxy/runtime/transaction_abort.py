@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from kproxy.runtime.discovery import UNANSWERED, why_unanswered
-from kproxy.runtime.mapping import DialTarget
+from kproxy.runtime.mapping import cluster_target
 from kproxy.runtime.own_connection import Exchange, own_exchange
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ async def _abort(
 ) -> None:
     by_coordinator: dict[tuple[str, int], list[str]] = {}
     for index, (host, port) in enumerate(cluster.bootstrap_servers):
-        target = _target(cluster, host, port)
+        target = cluster_target(cluster, host, port)
         try:
             async with own_exchange(target, max_frame, tls, cluster.sasl) as exchange:
                 answer = await exchange.ask_value(
@@ -89,14 +89,11 @@ async def _abort(
                 by_coordinator.setdefault((found["Host"], found["Port"]), []).append(key)
         break
     for (host, port), keys in by_coordinator.items():
-        async with own_exchange(_target(cluster, host, port), max_frame, tls, cluster.sasl) as ex:
+        async with own_exchange(
+            cluster_target(cluster, host, port), max_frame, tls, cluster.sasl
+        ) as ex:
             for key in keys:
                 outcome[key] = await _fence(ex, key)
-
-
-def _target(cluster: ClusterSettings, host: str, port: int) -> DialTarget:
-    dial_host, dial_port = cluster.dial_address(host, port)
-    return DialTarget(dial_host, dial_port, host)
 
 
 async def _fence(exchange: Exchange, key: str) -> str:

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from kproxy.protocol.apis import APIS
+from kproxy.protocol.entities import read_message
 from kproxy.protocol.errors import MalformedMessage
 from kproxy.protocol.headers import RequestHeader, parse_response_header
-from kproxy.protocol.layout_codec import LayoutReader, layout_for
 from kproxy.protocol.primitives import int16_in
 
 INIT_PRODUCER_ID: Final = 22
@@ -31,13 +30,8 @@ MAX_IDS_PER_CONNECTION: Final = 8
 def transactional_id(hdr: RequestHeader, frame: memoryview) -> str | None:
     """The transactional id a request names (None: an idempotent producer's
     InitProducerId). A body that does not parse closes the connection (ProtocolError)."""
-    key, version = hdr.api_key, hdr.api_version
-    layout = layout_for(key, True, version)
-    if layout is None:
-        return None
-    flexible = 0 <= APIS[key].first_flexible <= version
-    value = LayoutReader(frame, hdr.body_offset, flexible, max_elements=0).read(layout)
-    found = value.get("TransactionalId")
+    read = read_message(hdr.api_key, True, hdr.api_version, frame, hdr.body_offset, 0)
+    found = None if read is None else read[1].get("TransactionalId")
     return found if isinstance(found, str) else None
 
 
