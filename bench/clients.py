@@ -5,7 +5,7 @@ CPU is not the harness's and no client state leaks from one run to the next:
 One client per target. With one target (`bench.harness`, `bench.generate.generator`) a
 run is ``--count`` messages after a warm-up; with several (`bench.paired`) every path's
 client runs in this one process and the paths take turns in short segments, the order
-changed at every turn (`turn_order`), so that a slow minute of the machine's neighbours
+changed at every turn (`bench.turns`), so that a slow minute of the machine's neighbours
 falls on every path alike and a round's ratio is the ratio of sums over many short,
 interleaved spells (a round of paths measured one after another swings by more than
 the +-0.05 a target is judged to).
@@ -40,19 +40,19 @@ own figures), with ``turn_values`` (each turn's p99 or msg/s).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import json
 import os
-import struct
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from bench.idle import idle
 from bench.schedule import send_on_schedule
 from bench.stats import percentile
+from bench.turns import each_turn
 
 # Every client is warmed once, before its first turn: connections, metadata, a batch.
 WARMUP = 50
@@ -90,64 +90,6 @@ def steady_rate(count: float, seconds: float) -> float | None:
     `consume` call waits, so a short enough run gets every message in that first batch
     (8,000 messages of 1 KiB in small Fetch responses did): no rate, rather than 0."""
     return count / seconds if count > 0 and seconds > 0 else None
-
-
-def turn_order(paths: list[str], turn: int) -> list[str]:
-    """The paths in the order of turn `turn`, from a cycle of orders in which every path
-    leads a turn as often as any other, follows every other path as often as any other,
-    and never has two turns in a row.
-
-    Rotated by one every turn instead (A B C, B C A, ...), each path always followed the
-    same one, and what a turn leaves behind (a broker still busy, caches) fell on the
-    same path every time: in one paired A/B run of produce-1KiB with the same code on
-    both sides, the path that always followed the compiled build used 4% less CPU per
-    message in every round, though not in a second run (docs/performance.md, "One
-    request in flight"). Reversed every turn, the order gave the paths at its ends a
-    second turn straight after their first at every other turn; in a trial on
-    consume-1KiB those two paths, direct and one kproxy, read at 0.96-0.99 of each other
-    while the two in the middle made 0.61, the turns then timed from the resume, its
-    wait for the first batch included. Two paths simply alternate."""
-    cycle = _turn_cycle(len(paths))
-    return [paths[i] for i in cycle[turn % len(cycle)]]
-
-
-@functools.cache
-def _turn_cycle(n: int) -> tuple[tuple[int, ...], ...]:
-    """The orders of `turn_order` for `n` paths: a Williams design (each order a row of a
-    Latin square whose rows put every path right after every other once; for an odd `n`
-    the rows and their mirrors, twice), its rows arranged so that no turn starts with
-    the path that ended the turn before, the cycle's last and first turns included."""
-    if n <= 2:
-        return (tuple(range(n)),)
-    first, low, high = [0], 1, n - 1
-    while len(first) < n:
-        first.append(low)
-        low += 1
-        if len(first) < n:
-            first.append(high)
-            high -= 1
-    rows = [tuple((p + shift) % n for p in first) for shift in range(n)]
-    if n % 2:
-        rows += [row[::-1] for row in rows]
-    cycle = _chained(rows[:1], rows[1:])
-    if cycle is None:
-        raise ValueError(f"no order of turns for {n} paths without a path twice in a row")
-    return tuple(cycle)
-
-
-def _chained(
-    chain: list[tuple[int, ...]], left: list[tuple[int, ...]]
-) -> list[tuple[int, ...]] | None:
-    """`chain` continued with every row of `left`, no row starting with the path the row
-    before it ended with, the last row not ending with the path the first starts with."""
-    if not left:
-        return chain if chain[-1][-1] != chain[0][0] else None
-    for i, row in enumerate(left):
-        if row[0] != chain[-1][-1]:
-            found = _chained([*chain, row], left[:i] + left[i + 1 :])
-            if found is not None:
-                return found
-    return None
 
 
 def _producers(
@@ -191,23 +133,17 @@ def _warmed_producers(
     return producers, errors, value
 
 
-def _each_turn(
-    args: argparse.Namespace, targets: list[list[str]], turn: Callable[[str, str, int], float]
+def _producer_turns(
+    args: argparse.Namespace,
+    targets: list[list[str]],
+    turn: Callable[[str, str, int], float],
+    errors: list[str],
 ) -> dict[str, list[float]]:
-    """Run every path's turns in the alternating order; `turn(path, topic, n)` does n
-    messages and returns what that turn measured."""
-    topics = {path: topic for path, _bootstrap, topic in targets}
-    paths = [path for path, _bootstrap, _topic in targets]
-    per_turn = -(-args.count // args.segments)
-    values: dict[str, list[float]] = {path: [] for path in paths}
-    left = dict.fromkeys(paths, args.count)
-    for segment in range(args.segments):
-        for path in turn_order(paths, segment):
-            n = min(per_turn, left[path])
-            if n > 0:
-                values[path].append(turn(path, topics[path], n))
-                left[path] -= n
-    return values
+    """`each_turn`, then the first delivery errors raised, if any."""
+    turns = each_turn(args, targets, turn)
+    if errors:
+        raise RuntimeError(f"errors: {errors[:3]}")
+    return turns
 
 
 def latency(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any]:
@@ -232,9 +168,7 @@ def latency(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
         rtts[path].extend(out)
         return percentile(out, 99)
 
-    turns = _each_turn(args, targets, turn)
-    if errors:
-        raise RuntimeError(f"errors: {errors[:3]}")
+    turns = _producer_turns(args, targets, turn, errors)
     return {
         path: {**latency_summary(ms, args.size), "turn_values": turns[path]}
         for path, ms in rtts.items()
@@ -268,9 +202,7 @@ def produce(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
         seconds[path] += took
         return n / took
 
-    turns = _each_turn(args, targets, turn)
-    if errors:
-        raise RuntimeError(f"errors: {errors[:3]}")
+    turns = _producer_turns(args, targets, turn, errors)
     return {
         path: {
             "messages": args.count,
@@ -313,9 +245,7 @@ def rate(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any]:
         late[path].extend(out)
         return percentile(out, 99)
 
-    turns = _each_turn(args, targets, turn)
-    if errors:
-        raise RuntimeError(f"errors: {errors[:3]}")
+    turns = _producer_turns(args, targets, turn, errors)
     return {
         path: {
             **latency_summary(ms, args.size),
@@ -404,7 +334,7 @@ def consume(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
         timed_bytes[path] += nbytes[path] - before
         return (n - first) / took if took > 0 else 0.0
 
-    turns = _each_turn(args, targets, turn)
+    turns = each_turn(args, targets, turn)
     for consumer in consumers.values():
         consumer.close()
     return {
@@ -420,46 +350,6 @@ def consume(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any
         }
         for path, took in seconds.items()
     }
-
-
-def _api_versions_v0(correlation_id: int) -> bytes:
-    client_id = b"kproxy-bench-idle"
-    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
-    return struct.pack(">i", len(body)) + body
-
-
-async def _open_idle(host: str, port: int, count: int, batch: int) -> list[asyncio.StreamWriter]:
-    async def one(i: int) -> asyncio.StreamWriter:
-        reader, writer = await asyncio.open_connection(host, port)
-        writer.write(_api_versions_v0(i + 1))
-        await writer.drain()
-        (size,) = struct.unpack(">i", await reader.readexactly(4))
-        await reader.readexactly(size)
-        return writer
-
-    writers: list[asyncio.StreamWriter] = []
-    for start in range(0, count, batch):
-        writers += await asyncio.gather(*(one(i) for i in range(start, min(count, start + batch))))
-    return writers
-
-
-def idle(args: argparse.Namespace, targets: list[list[str]]) -> dict[str, Any]:
-    host, _, port = targets[0][1].split(",")[0].rpartition(":")
-
-    async def main() -> dict[str, Any]:
-        started = time.perf_counter()
-        writers = await asyncio.wait_for(_open_idle(host, int(port), args.count, 100), args.timeout)
-        opened = time.perf_counter() - started
-        ready = {"ready": True, "opened": len(writers), "open_seconds": opened}
-        sys.stdout.write(json.dumps(ready) + "\n")
-        sys.stdout.flush()
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until closed
-        alive = sum(1 for w in writers if not w.is_closing())
-        for w in writers:
-            w.close()
-        return {"opened": len(writers), "open_seconds": opened, "alive_at_end": alive}
-
-    return asyncio.run(main())
 
 
 KINDS: dict[str, Callable[[argparse.Namespace, list[list[str]]], dict[str, Any]]] = {

@@ -5,7 +5,7 @@ between one path and the next the machine's neighbours change its speed, and a r
 ratio to direct swings by more than the targets are wide. A paired round starts every
 path (as a round of `bench.harness` does, fresh kproxy processes included), then runs one
 client process that holds a client per path and gives them N turns each, the order
-changed at every turn (`bench.clients.turn_order`): a slow spell then falls on
+changed at every turn (`bench.turns.turn_order`): a slow spell then falls on
 all paths alike. Each path's figures are read from its share of the turns, its proxy's CPU from
 /proc over the whole round (a proxy does nothing while another path has the turn), and
 the round is recorded in the shape `bench.harness` records it, so that the summary, the

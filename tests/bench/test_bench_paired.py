@@ -17,8 +17,8 @@ import bench.catalog
 import bench.harness
 from bench.ab import add_arguments, main_ab
 from bench.catalog import workloads
-from bench.clients import _each_turn, turn_order
 from bench.paired import pairable
+from bench.turns import each_turn, turn_order
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8])
@@ -55,7 +55,7 @@ def test_every_path_does_its_count_in_turns_that_alternate(count: int, segments:
         return float(n)
 
     args = argparse.Namespace(count=count, segments=segments)
-    values = _each_turn(args, targets, turn)
+    values = each_turn(args, targets, turn)
     for path, _bootstrap, topic in targets:
         mine = [n for p, t, n in seen if p == path and t == topic]
         assert sum(mine) == count
