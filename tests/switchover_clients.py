@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -185,6 +186,9 @@ class JavaProgram:
             stop.touch()
         with contextlib.suppress(TimeoutError):
             wait_until(self._done, 60, what=f"{self.name} to stop")
+        # DONE is its last line, not its exit: the JVM may still be shutting down.
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: not self.process.running, 30, what=f"{self.name} to exit")
         return self.process.stop(timeout=10)
 
     def _done(self) -> bool:
@@ -213,6 +217,10 @@ class JavaClients(JavaProgram):
     @property
     def consumed(self) -> list[str]:
         return self.lines("CONSUMED")
+
+    def produce_errors(self) -> list[str]:
+        """The error of each Produce response the producer logged, in order."""
+        return re.findall(r"Got error produce response .*? Error: (\w+)", self._text())
 
     def stop_producing(self) -> None:
         """Stop the producer; returns once it has flushed and closed."""

@@ -14,6 +14,8 @@ admin endpoint (`POST /switchover?cluster=NAME`), by a reload that changes
    aborted there (`kproxy.runtime.transaction_abort`): never half-moved;
 3. moves: the address map forgets the old cluster's nodes and learns the target's, node
    N keeping node N's kproxy port (or SNI name), so what clients were told stays true;
+   the source's topic ids are named as the target's in Produce requests for a while
+   (`kproxy.session.topic_ids`);
 4. lifts the fence: the waiting connections and every client's reconnection dial the
    target. Clients re-learn metadata through kproxy as after any broker restart;
    consumer groups resume from the offsets the target holds (MirrorMaker 2's
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from kproxy.protocol.hostport import format_host_port
 from kproxy.runtime.discovery import UNANSWERED, why_unanswered
 from kproxy.runtime.mapping import cluster_target
+from kproxy.runtime.moved_topics import MOVED_IDS_SECONDS, moved_topic_ids
 from kproxy.runtime.own_connection import MetadataRefused, fetch_brokers
 from kproxy.runtime.tls import TlsSetupError, upstream_context
 from kproxy.runtime.transaction_abort import ABORTED, abort_transactions
@@ -72,6 +75,7 @@ class Switchover:
         self.switching: str | None = None
         self.last_switch = -math.inf  # when the last switchover ended (monotonic)
         self._background: set[asyncio.Task[None]] = set()
+        self._untranslate: asyncio.TimerHandle | None = None  # ends the topic ids' move
         self.configure(settings)
         observer.active_cluster(self.active, list(self.clusters))
 
@@ -164,6 +168,8 @@ class Switchover:
             self.fence_seconds,
         )
         observer.switchover("fenced", trigger, source, target, {"connections": len(fenced)})
+        # Asked of both clusters while the fenced connections drain.
+        moving = asyncio.ensure_future(self._moved_ids(source, cluster, tls, trigger))
         try:
             for conn in fenced:
                 conn.drain("switchover")
@@ -177,6 +183,7 @@ class Switchover:
                 conn.close("switchover")
             # A failover's source does not answer: its transactions end at its timeout.
             aborts = {} if trigger == "failover" else await self._abort(source, fenced, deadline)
+            moved = await moving
             fence_seconds = _now() - began
             self.active = target
             svc.addresses.serve_cluster(cluster)
@@ -186,7 +193,9 @@ class Switchover:
             discovery.tls, discovery.sasl = tls, cluster.sasl
             discovery.connect_timeout = svc.connect_timeout
             await discovery.refresh()
+            self._translate(moved)
         finally:
+            moving.cancel()  # done by now, unless the move failed
             svc.fence = None
             fence.set()
         took = _now() - began
@@ -239,6 +248,36 @@ class Switchover:
             f"; not (left to transaction.timeout.ms): {failed}" if failed else "",
         )
         return aborts
+
+    async def _moved_ids(
+        self, source: str, target: ClusterSettings, tls: ssl.SSLContext | None, trigger: str
+    ) -> dict[bytes, bytes]:
+        """The source's topic ids -> the target's (`kproxy.session.topic_ids`); none
+        after a failover (its source does not answer) or a reload that renamed it."""
+        cluster = self.clusters.get(source)
+        if trigger == "failover" or cluster is None:
+            return {}
+        source_tls = self.services.upstream_tls  # still the source's
+        return await moved_topic_ids(cluster, source_tls, target, tls, self.max_frame_bytes)
+
+    def _translate(self, moved: dict[bytes, bytes]) -> None:
+        """Name the target's ids for the source's in Produce requests, for
+        MOVED_IDS_SECONDS: by then clients have learned the target's."""
+        if self._untranslate is not None:
+            self._untranslate.cancel()
+            self._untranslate = None
+        policy = self.services.api_policy
+        policy.move_topic_ids(moved)
+        if moved:
+            log.warning(
+                "switchover: %d topic id(s) of the cluster left named as the target's in "
+                "Produce requests for %.0f s",
+                len(moved),
+                MOVED_IDS_SECONDS,
+            )
+            self._untranslate = asyncio.get_running_loop().call_later(
+                MOVED_IDS_SECONDS, policy.move_topic_ids, {}
+            )
 
     async def probe(self, cluster: ClusterSettings, tls: ssl.SSLContext | None) -> str | None:
         """None when one of `cluster`'s bootstrap servers answers Metadata (or

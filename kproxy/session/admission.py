@@ -22,6 +22,8 @@ as they would to a broker:
 * a transactional producer's InitProducerId, AddOffsetsToTxn and EndTxn take the
   general path, read for the transactional id they name
   (`kproxy.session.transactions`: a switchover aborts its open transaction);
+* for a while after a switchover, a Produce v13+ takes the general path, where the old
+  cluster's topic ids it names are named as the target's (`kproxy.session.topic_ids`);
 * SaslHandshake v0 is refused: raw SASL tokens follow it with no Kafka header, which
   kproxy cannot frame-check; every client since Kafka 1.0 uses v1 + SaslAuthenticate
   (KIP-152). SaslHandshake v1 and SaslAuthenticate pass, read on their way by the
@@ -58,6 +60,7 @@ from kproxy.session.authorize import checked
 from kproxy.session.inflight import InFlight
 from kproxy.session.policy import ApiPolicy
 from kproxy.session.tenancy import TENANT_APIS
+from kproxy.session.topic_ids import translates
 from kproxy.session.transactions import TRANSACTION_APIS
 
 # Client listeners serve what a broker listener serves.
@@ -72,6 +75,9 @@ FORWARD, WALK, DENY, ANSWER, CLOSE, IDENTIFY, AUDIT, TRANSACT = range(8)
 # Or'ed into a route that lets a request pass: checked first against the listener's
 # authorization rules (`kproxy.session.authorize`), by the general path.
 AUTHORIZE = 8
+# Or'ed into a Produce's route while a switchover's moved topic ids are translated
+# (`kproxy.session.topic_ids`): by the general path, after any authorization.
+TRANSLATE = 16
 SASL_APIS = frozenset((SASL_HANDSHAKE, SASL_AUTHENTICATE))
 
 
@@ -118,6 +124,7 @@ class Admission:
         denied = self.policy.denied
         authorizer, tenancy = self.policy.authorizer, self.policy.tenancy
         api_rules = frozenset() if authorizer is None else authorizer.apis()
+        moved = bool(self.policy.moved_topic_ids)
         routes: dict[int, int] = {}
         lane: dict[int, tuple[int, int]] = {}
         for key, info in APIS.items():
@@ -136,6 +143,8 @@ class Admission:
                     )
                 ):
                     route |= AUTHORIZE
+                if moved and route & ~AUTHORIZE == FORWARD and translates(key, version):
+                    route |= TRANSLATE
                 routes[at] = route
                 # ApiVersions, once per connection, is left to the general path, which
                 # answers a version it does not know; and on a listener with tenants,

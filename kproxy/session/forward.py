@@ -23,6 +23,7 @@ from kproxy.session.admission import (
     FORWARD,
     IDENTIFY,
     TRANSACT,
+    TRANSLATE,
     WALK,
     admit,
     api_versions_fallback,
@@ -38,6 +39,7 @@ from kproxy.session.quota import QuotaBook
 from kproxy.session.records import Frame
 from kproxy.session.state import SessionState
 from kproxy.session.steps import ClientStep, UpstreamStep
+from kproxy.session.topic_ids import translate_produce, with_old_ids
 from kproxy.session.transactions import transactional_id
 
 _pack_size: Final = INT32.pack
@@ -93,6 +95,16 @@ def forward_requests(
                     head, whole = memoryview(b"".join(verdict.pieces)), None
                 elif verdict.request is not None:  # split: what goes on
                     head, whole = memoryview(verdict.request), None
+        if route & TRANSLATE and type(frame) is not FrameStart:
+            # A Produce naming the ids of the cluster a switchover left (topic_ids).
+            route ^= TRANSLATE
+            translated = translate_produce(hdr, head, session.policy.moved_topic_ids)
+            if translated is not None:
+                req = admit(hdr, head, translated.size, now, admitted, inflight)
+                req.authz = with_old_ids(edit, translated.old_ids, session.policy.topic_names)
+                out.append(_pack_size(translated.size))
+                out.extend(translated.pieces)
+                continue
         if type(frame) is FrameStart:
             # A large request on its way: unless kproxy must rewrite or refuse it, it is
             # passed on as it arrives, its header read from its first bytes.

@@ -44,6 +44,7 @@ class ApiPolicy:
         "authorizer",
         "denied",
         "listener",
+        "moved_topic_ids",
         "tenancy",
         "topic_names",
     )
@@ -64,6 +65,9 @@ class ApiPolicy:
         # and the topic ids its clients' Metadata answers named (kept across reloads).
         self.authorizer = authorizer
         self.topic_names = TopicNames()
+        # The ids of the cluster a switchover left -> the target's, for a while after
+        # it (`kproxy.session.topic_ids`); empty: none.
+        self.moved_topic_ids: dict[bytes, bytes] = {}
         # Its routes per listener role (`kproxy.session.admission.admission_for`),
         # rebuilt by `update`.
         self.admissions: dict[frozenset[int], Routes] = {}
@@ -81,6 +85,12 @@ class ApiPolicy:
         self.advertise_denied = advertise_denied
         self.authorizer = authorizer
         self.tenancy = tenancy
+        for routes in self.admissions.values():
+            routes.rebuild()
+
+    def move_topic_ids(self, moved: dict[bytes, bytes]) -> None:
+        """Translate these topic ids in Produce requests from now on (empty: none)."""
+        self.moved_topic_ids = moved
         for routes in self.admissions.values():
             routes.rebuild()
 

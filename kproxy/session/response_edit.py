@@ -58,7 +58,10 @@ class TopicNames:
 class ResponseEdit:
     """What one request's response needs (`InFlight.authz`)."""
 
-    __slots__ = ("all_topics", "code", "message", "names", "refused_part", "scope", "tenant")
+    __slots__ = (
+        "all_topics", "code", "message", "names", "old_topic_ids", "refused_part", "scope",
+        "tenant",
+    )  # fmt: skip
 
     def __init__(self, scope: Permissions, names: TopicNames) -> None:
         self.scope = scope
@@ -70,6 +73,8 @@ class ResponseEdit:
         self.code: int | None = None  # the one error of every refused element, if set
         # The caller's tenant (`kproxy.session.tenancy`): names unprefixed, others' left out.
         self.tenant: Tenant | None = None
+        # A translated Produce's (`kproxy.session.topic_ids`): target id -> the client's.
+        self.old_topic_ids: dict[bytes, bytes] | None = None
 
 
 def edit_response(
@@ -96,11 +101,24 @@ def edit_response(
     if edit.refused_part is not None:
         _merge(edit, api_key, version, layout, value)
         changed = True
+    if edit.old_topic_ids:
+        changed |= _name_old_ids(value, edit.old_topic_ids)
     if edit.tenant is not None:
         rename(api_key, layout, value, edit.tenant.to_tenant)
     elif not changed:
         return None
     return LayoutWriter(flexible, 2 * len(frame) + (1 << 20)).write(layout, value, frame[:body])
+
+
+def _name_old_ids(value: Value, old_ids: dict[bytes, bytes]) -> bool:
+    """A Produce answer's topics named by the ids its request named: whether any was."""
+    changed = False
+    for topic in value.get("Responses") or ():
+        old = old_ids.get(topic.get("TopicId") or b"")
+        if old is not None:
+            topic["TopicId"] = old
+            changed = True
+    return changed
 
 
 def _learn(names: TopicNames, value: Value) -> None:
