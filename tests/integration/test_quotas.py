@@ -179,8 +179,10 @@ def test_a_fetch_quota_holds_a_consumer(kproxy: KproxyProcess) -> None:
         consumer.close()
     rate = rate_between(received, began + WARMUP, began + WARMUP + MEASURE)
     print(f"throttled consumer: {rate:,.0f} B/s of values; throttle up to {throttles.max} ms")
-    # The quota counts Fetch responses, a little more than their records' values.
-    assert 0.85 * QUOTA <= rate <= 1.1 * QUOTA, rate
+    # The quota counts Fetch responses, some 7% more than their records' values, and a
+    # slow machine's consumer falls a few percent further behind (0.84 seen on one); a
+    # quota that held it too hard (a response counted twice) would give half.
+    assert 0.75 * QUOTA <= rate <= 1.1 * QUOTA, rate
     assert throttles.max > 0
 
 
