@@ -13,14 +13,13 @@ import logging
 import ssl
 from typing import TYPE_CHECKING
 
-from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.hostport import format_host_port
 from kproxy.protocol.walker import Endpoint
 from kproxy.runtime.describe import describe
 from kproxy.runtime.listeners import ListenerSet
 from kproxy.runtime.mapping import AddressMap
 from kproxy.runtime.observer import ProxyObserver
-from kproxy.runtime.own_connection import MetadataRefused, fetch_brokers
+from kproxy.runtime.own_connection import UNANSWERED, MetadataRefused, fetch_brokers
 from kproxy.runtime.resolution import NodeResolution
 from kproxy.runtime.sasl import SaslFailed
 from kproxy.runtime.tls import failure_reason as tls_failure_reason
@@ -33,7 +32,6 @@ log = logging.getLogger("kproxy.discovery")
 
 METADATA_REFRESH_SECONDS = 30.0
 #: What asking a cluster for its brokers fails with when it does not answer.
-UNANSWERED = (TimeoutError, OSError, ProtocolError, SaslFailed)
 
 
 def why_unanswered(exc: BaseException) -> str:

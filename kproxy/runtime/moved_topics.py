@@ -8,10 +8,8 @@ import logging
 import ssl
 from typing import TYPE_CHECKING, Final
 
-from kproxy.protocol.hostport import format_host_port
-from kproxy.runtime.discovery import UNANSWERED, why_unanswered
-from kproxy.runtime.mapping import cluster_target
-from kproxy.runtime.own_connection import own_exchange
+from kproxy.runtime.discovery import why_unanswered
+from kproxy.runtime.own_connection import UNANSWERED, ask_bootstrap
 
 if TYPE_CHECKING:
     from kproxy.config.settings import ClusterSettings
@@ -27,37 +25,23 @@ NO_ID: Final = bytes(16)
 MOVED_IDS_SECONDS: Final = 600.0
 
 
-class TopicIdsUnknown(Exception):
-    """No bootstrap server of a cluster answered kproxy's Metadata request."""
-
-
 async def topic_ids(
     cluster: ClusterSettings, tls: ssl.SSLContext | None, max_frame_bytes: int
 ) -> dict[str, bytes]:
-    """Every topic's id on `cluster`, by name; TopicIdsUnknown when none answers."""
-    why = "no bootstrap server"
-    for host, port in cluster.bootstrap_servers:
-        target = cluster_target(cluster, host, port)
-        try:
-            async with asyncio.timeout(float(cluster.connect_timeout_seconds)):
-                async with own_exchange(target, max_frame_bytes, tls, cluster.sasl) as exchange:
-                    answer = await exchange.ask_value(
-                        METADATA,
-                        METADATA_WITH_IDS,
-                        {"Topics": None, "AllowAutoTopicCreation": False,
-                         "IncludeTopicAuthorizedOperations": False},
-                    )  # fmt: skip
-        except UNANSWERED as exc:
-            why = f"{format_host_port(host, port)}: {why_unanswered(exc)}"
-            continue
-        return {
-            topic["Name"]: topic["TopicId"]
-            for topic in answer.get("Topics") or ()
-            if topic.get("ErrorCode") == 0
-            and topic.get("Name")
-            and topic.get("TopicId", NO_ID) != NO_ID
-        }
-    raise TopicIdsUnknown(why)
+    """Every topic's id on `cluster`, by name; raises what `ask_bootstrap` raises."""
+    answer = await ask_bootstrap(
+        cluster, tls, max_frame_bytes, METADATA, METADATA_WITH_IDS,
+        {"Topics": None, "AllowAutoTopicCreation": False,
+         "IncludeTopicAuthorizedOperations": False},
+        float(cluster.connect_timeout_seconds),
+    )  # fmt: skip
+    return {
+        topic["Name"]: topic["TopicId"]
+        for topic in answer.get("Topics") or ()
+        if topic.get("ErrorCode") == 0
+        and topic.get("Name")
+        and topic.get("TopicId", NO_ID) != NO_ID
+    }
 
 
 async def moved_topic_ids(
@@ -74,11 +58,11 @@ async def moved_topic_ids(
             topic_ids(source, source_tls, max_frame_bytes),
             topic_ids(target, target_tls, max_frame_bytes),
         )
-    except TopicIdsUnknown as exc:
+    except UNANSWERED as exc:
         log.warning(
             "switchover: topic ids not known (%s): clients' Produce v13+ naming the old "
             "cluster's ids are answered UNKNOWN_TOPIC_ID until they refresh metadata",
-            exc,
+            why_unanswered(exc),
         )
         return {}
     return {old[name]: new[name] for name in old.keys() & new.keys() if old[name] != new[name]}

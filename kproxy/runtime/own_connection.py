@@ -13,6 +13,7 @@ import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from kproxy.protocol.errors import ProtocolError
 from kproxy.protocol.frames import FrameReader
 from kproxy.protocol.headers import parse_response_header
 from kproxy.protocol.layout_codec import Value
@@ -27,15 +28,21 @@ from kproxy.protocol.sasl_messages import (
     sasl_handshake_v1_request,
 )
 from kproxy.protocol.walker import Endpoint, walk
-from kproxy.runtime.mapping import DialTarget
+from kproxy.runtime.mapping import DialTarget, cluster_target
 from kproxy.runtime.sasl import SaslFailed, SaslSession
 
 if TYPE_CHECKING:
     from kproxy.config.sasl import ClusterSaslSettings
+    from kproxy.config.settings import ClusterSettings
 
-__all__ = ["Exchange", "MetadataRefused", "fetch_brokers", "own_exchange"]
+__all__ = [
+    "UNANSWERED", "Exchange", "MetadataRefused", "ask_bootstrap", "fetch_brokers",
+    "own_exchange",
+]  # fmt: skip
 
 METADATA = 3
+# What one of kproxy's own requests may end with instead of an answer.
+UNANSWERED = (TimeoutError, OSError, ProtocolError, SaslFailed)
 
 
 class MetadataRefused(ConnectionError):
@@ -112,6 +119,30 @@ async def fetch_brokers(
             raise
         _, body = parse_response_header(frame, 0)
         return walk(frame, body, METADATA, 1, False).endpoints
+
+
+async def ask_bootstrap(
+    cluster: ClusterSettings,
+    tls: ssl.SSLContext | None,
+    max_frame_bytes: int,
+    api_key: int,
+    version: int,
+    value: Value,
+    seconds: float | None = None,
+) -> Value:
+    """One request by its layout, answered by the first of `cluster`'s bootstrap servers
+    that answers it (each given `seconds`, if set); raises what the last one raised."""
+    servers = cluster.bootstrap_servers
+    for index, (host, port) in enumerate(servers):
+        target = cluster_target(cluster, host, port)
+        try:
+            async with asyncio.timeout(seconds):
+                async with own_exchange(target, max_frame_bytes, tls, cluster.sasl) as exchange:
+                    return await exchange.ask_value(api_key, version, value)
+        except UNANSWERED:
+            if index == len(servers) - 1:
+                raise
+    raise ConnectionError("the cluster names no bootstrap server")
 
 
 @contextlib.asynccontextmanager

@@ -19,9 +19,9 @@ import ssl
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from kproxy.runtime.discovery import UNANSWERED, why_unanswered
+from kproxy.runtime.discovery import why_unanswered
 from kproxy.runtime.mapping import cluster_target
-from kproxy.runtime.own_connection import Exchange, own_exchange
+from kproxy.runtime.own_connection import UNANSWERED, Exchange, ask_bootstrap, own_exchange
 
 if TYPE_CHECKING:
     from kproxy.config.cluster import ClusterSettings
@@ -66,28 +66,18 @@ async def _abort(
     cluster: ClusterSettings, tls: ssl.SSLContext | None, outcome: dict[str, str], max_frame: int
 ) -> None:
     by_coordinator: dict[tuple[str, int], list[str]] = {}
-    for index, (host, port) in enumerate(cluster.bootstrap_servers):
-        target = cluster_target(cluster, host, port)
-        try:
-            async with own_exchange(target, max_frame, tls, cluster.sasl) as exchange:
-                answer = await exchange.ask_value(
-                    FIND_COORDINATOR,
-                    FIND_COORDINATOR_VERSION,
-                    {"KeyType": TRANSACTION_KEY_TYPE, "CoordinatorKeys": list(outcome)},
-                )
-        except UNANSWERED:
-            if index == len(cluster.bootstrap_servers) - 1:
-                raise
+    answer = await ask_bootstrap(
+        cluster, tls, max_frame, FIND_COORDINATOR, FIND_COORDINATOR_VERSION,
+        {"KeyType": TRANSACTION_KEY_TYPE, "CoordinatorKeys": list(outcome)},
+    )  # fmt: skip
+    for found in answer["Coordinators"]:
+        key = found["Key"]
+        if key not in outcome:
             continue
-        for found in answer["Coordinators"]:
-            key = found["Key"]
-            if key not in outcome:
-                continue
-            if found["ErrorCode"]:
-                outcome[key] = f"no coordinator: error {found['ErrorCode']}"
-            else:
-                by_coordinator.setdefault((found["Host"], found["Port"]), []).append(key)
-        break
+        if found["ErrorCode"]:
+            outcome[key] = f"no coordinator: error {found['ErrorCode']}"
+        else:
+            by_coordinator.setdefault((found["Host"], found["Port"]), []).append(key)
     for (host, port), keys in by_coordinator.items():
         async with own_exchange(
             cluster_target(cluster, host, port), max_frame, tls, cluster.sasl
