@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kproxy.protocol.apis import PRODUCE
-from kproxy.protocol.entities import read_message
 from kproxy.protocol.layout_codec import LayoutWriter
+from kproxy.session import audit
 from kproxy.session.response_edit import ResponseEdit, TopicNames
 
 if TYPE_CHECKING:
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from kproxy.protocol.headers import RequestHeader
 
 PRODUCE_BY_ID: Final = 13  # the first Produce version to name topics by id (KIP-516)
-# A larger Produce goes on as it came: translating it would read it whole.
-TRANSLATE_LIMIT: Final = 8 << 20
 
 
 class Translated(NamedTuple):
@@ -62,17 +60,16 @@ def translate_produce(
     hdr: RequestHeader, frame: memoryview, moved: Mapping[bytes, bytes]
 ) -> Translated | None:
     """The Produce request frame (no size prefix) naming the target's ids (None: it
-    names none of the moved ids, or is too large to read). Raises MalformedMessage for
-    a body that does not parse."""
-    if len(frame) > TRANSLATE_LIMIT:
+    names none of the moved ids, or is larger than kproxy reads, `audit.READ_LIMIT`).
+    Raises MalformedMessage for a body that does not parse, ProtocolError
+    `topic_ids_too_large` for more array elements than kproxy reads."""
+    if len(frame) > audit.READ_LIMIT:
         return None
-    read = read_message(
-        hdr.api_key, True, hdr.api_version, frame, hdr.body_offset, None, True,
-        type(frame.obj) is bytes,
+    # Records as views of an immutable frame only (a reader's buffer is reused).
+    layout, value = audit.read_request(
+        hdr, frame, "for its topic ids", "topic_ids_too_large", keep_tagged=True,
+        views=type(frame.obj) is bytes,
     )  # fmt: skip
-    if read is None:
-        return None
-    layout, value = read
     old_ids: dict[bytes, bytes] = {}
     for topic in value.get("TopicData") or ():
         old = topic.get("TopicId")

@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime
 import uuid
 
+import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v13 import request as produce
 from kio.schema.produce.v13 import response as produced
 from kio.static.primitive import Records, i16, i32, i64
 
-from kproxy.session import ProxySession
+from kproxy.session import ProxySession, audit
 from tests.kio_support import (
     decode_request_frame,
     decode_response_frame,
@@ -108,3 +109,22 @@ def test_a_move_reaches_open_connections_and_its_end_restores_the_lane() -> None
     s.policy.move_topic_ids({})
     request = produce_v13(3, OLD)
     assert joined(client(s, request).to_upstream) == request
+
+
+def test_a_malformed_or_oversized_produce_closes_its_connection_unforwarded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read for its ids, a Produce is bound as any request kproxy reads (`audit`)."""
+    frame = bytearray(produce_v13(1, OLD))
+    frame[frame.index(OLD.bytes) - 1] = 101  # the topic array says 100 topics follow
+    step = client(moved_session(), bytes(frame))
+    assert step.to_upstream == []
+    assert step.close is not None and step.close.reason == "malformed"
+    monkeypatch.setattr(audit, "ELEMENT_LIMIT", 2)
+    step = client(moved_session(), produce_v13(1, OLD, OTHER, NEW))
+    assert step.to_upstream == []
+    assert step.close is not None and step.close.reason == "topic_ids_too_large"
+    # Past the bytes kproxy reads, a Produce goes on as it came.
+    monkeypatch.setattr(audit, "READ_LIMIT", 64)
+    request = produce_v13(1, OLD)
+    assert joined(client(moved_session(), request).to_upstream) == request
