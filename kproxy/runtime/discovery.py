@@ -15,15 +15,18 @@ from typing import TYPE_CHECKING
 
 from kproxy.protocol.hostport import format_host_port
 from kproxy.protocol.walker import Endpoint
-from kproxy.runtime.describe import describe
 from kproxy.runtime.listeners import ListenerSet
 from kproxy.runtime.mapping import AddressMap
 from kproxy.runtime.observer import ProxyObserver
-from kproxy.runtime.own_connection import UNANSWERED, MetadataRefused, fetch_brokers
+from kproxy.runtime.own_connection import (
+    UNANSWERED,
+    MetadataRefused,
+    fetch_brokers,
+    why_unanswered,
+)
 from kproxy.runtime.resolution import NodeResolution
 from kproxy.runtime.sasl import SaslFailed
 from kproxy.runtime.tls import failure_reason as tls_failure_reason
-from kproxy.runtime.tls import failure_text as tls_failure_text
 
 if TYPE_CHECKING:
     from kproxy.config.sasl import ClusterSaslSettings
@@ -31,16 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kproxy.discovery")
 
 METADATA_REFRESH_SECONDS = 30.0
-#: What asking a cluster for its brokers fails with when it does not answer.
-
-
-def why_unanswered(exc: BaseException) -> str:
-    """Why a cluster did not answer kproxy's own Metadata request, for a log line."""
-    if isinstance(exc, ssl.SSLError):
-        return f"TLS: {tls_failure_text(exc)}"
-    if isinstance(exc, SaslFailed):
-        return f"authentication failed: {exc}"
-    return describe(exc)
 
 
 class NodeReports:

@@ -8,8 +8,7 @@ import logging
 import ssl
 from typing import TYPE_CHECKING, Final
 
-from kproxy.runtime.discovery import why_unanswered
-from kproxy.runtime.own_connection import UNANSWERED, ask_bootstrap
+from kproxy.runtime.own_connection import UNANSWERED, ask_bootstrap, why_unanswered
 
 if TYPE_CHECKING:
     from kproxy.config.settings import ClusterSettings

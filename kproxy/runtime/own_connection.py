@@ -28,8 +28,10 @@ from kproxy.protocol.sasl_messages import (
     sasl_handshake_v1_request,
 )
 from kproxy.protocol.walker import Endpoint, walk
+from kproxy.runtime.describe import describe
 from kproxy.runtime.mapping import DialTarget, cluster_target
 from kproxy.runtime.sasl import SaslFailed, SaslSession
+from kproxy.runtime.tls import failure_text as tls_failure_text
 
 if TYPE_CHECKING:
     from kproxy.config.sasl import ClusterSaslSettings
@@ -37,12 +39,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "UNANSWERED", "Exchange", "MetadataRefused", "ask_bootstrap", "fetch_brokers",
-    "own_exchange",
+    "own_exchange", "why_unanswered",
 ]  # fmt: skip
 
 METADATA = 3
 # What one of kproxy's own requests may end with instead of an answer.
 UNANSWERED = (TimeoutError, OSError, ProtocolError, SaslFailed)
+
+
+def why_unanswered(exc: BaseException) -> str:
+    """Why a cluster did not answer one of kproxy's own requests (one of `UNANSWERED`),
+    for a log line."""
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS: {tls_failure_text(exc)}"
+    if isinstance(exc, SaslFailed):
+        return f"authentication failed: {exc}"
+    return describe(exc)
 
 
 class MetadataRefused(ConnectionError):

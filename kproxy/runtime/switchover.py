@@ -33,10 +33,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kproxy.protocol.hostport import format_host_port
-from kproxy.runtime.discovery import why_unanswered
 from kproxy.runtime.mapping import cluster_target
 from kproxy.runtime.moved_topics import MOVED_IDS_SECONDS, moved_topic_ids
-from kproxy.runtime.own_connection import UNANSWERED, MetadataRefused, fetch_brokers
+from kproxy.runtime.own_connection import UNANSWERED, MetadataRefused, fetch_brokers, why_unanswered
 from kproxy.runtime.tls import TlsSetupError, upstream_context
 from kproxy.runtime.transaction_abort import ABORTED, abort_transactions
 

@@ -19,9 +19,14 @@ import ssl
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from kproxy.runtime.discovery import why_unanswered
 from kproxy.runtime.mapping import cluster_target
-from kproxy.runtime.own_connection import UNANSWERED, Exchange, ask_bootstrap, own_exchange
+from kproxy.runtime.own_connection import (
+    UNANSWERED,
+    Exchange,
+    ask_bootstrap,
+    own_exchange,
+    why_unanswered,
+)
 
 if TYPE_CHECKING:
     from kproxy.config.cluster import ClusterSettings
