@@ -35,14 +35,15 @@ def kio_named(value: Any) -> list[tuple[str, str]]:
     """The entities a kio message names, by the kio type of each field."""
     found: list[tuple[str, str]] = []
     for field, item in kio_fields(value):
-        kind = _kind_of(field.type)
+        kind = kind_of(field.type)
         if kind is not None:
             names = item if isinstance(item, tuple) else (item,)
             found.extend((kind, name) for name in names if name)
     return found
 
 
-def _kind_of(tp: Any) -> str | None:
+def kind_of(tp: Any) -> str | None:
+    """The entity a field of kio type `tp` names (kproxy.protocol.entities), if any."""
     for arg in (tp, *typing.get_args(tp)):
         kind = _KIO_KINDS.get(arg)
         if kind is not None:

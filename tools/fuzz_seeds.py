@@ -63,11 +63,9 @@ def kio_seeds(per_version: int, seed: int) -> list[Seed]:
     """Random kio messages of every walked (api, kind, version): those that carry
     endpoints or leadership, and DescribeConfigs answers; [] without kio."""
     try:
-        from hypothesis import HealthCheck, given, settings
         from hypothesis.errors import NonInteractiveExampleWarning
 
         from tests import kio_support as ks
-        from tests.kio_strategies import message_strategy
     except ImportError:
         return []
     out: list[Seed] = []
@@ -79,22 +77,7 @@ def kio_seeds(per_version: int, seed: int) -> list[Seed]:
                 api_key, version, "request" if kind == "request" else "response"
             )
             assert cls is not None
-            drawn: list[object] = []
-            sink = drawn.append
-
-            @settings(
-                max_examples=per_version,
-                database=None,
-                derandomize=True,
-                deadline=None,
-                suppress_health_check=list(HealthCheck),
-            )
-            @given(message_strategy(cls))
-            def draw(msg: object) -> None:
-                sink(msg)  # noqa: B023 (called right below, inside this iteration)
-
-            draw()
-            for i, msg in enumerate(drawn):
+            for i, msg in enumerate(drawn_messages(cls, per_version)):
                 if kind == "request":
                     wire = ks.encode_request_frame(msg, i, "fuzz")
                 else:
@@ -102,6 +85,30 @@ def kio_seeds(per_version: int, seed: int) -> list[Seed]:
                 out.append(Seed(wire, (api_key, kind == "request", version)))
     random.Random(seed).shuffle(out)
     return out
+
+
+def drawn_messages(cls: type, count: int) -> list[object]:
+    """`count` kio messages of `cls` drawn by hypothesis, the same on every run (the first
+    the emptiest)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from tests.kio_strategies import message_strategy
+
+    drawn: list[object] = []
+
+    @settings(
+        max_examples=count,
+        database=None,
+        derandomize=True,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(message_strategy(cls))
+    def draw(msg: object) -> None:
+        drawn.append(msg)
+
+    draw()
+    return drawn
 
 
 def all_seeds(kio_per_version: int = 4, seed: int = 0) -> list[Seed]:
