@@ -157,6 +157,16 @@ def response_header_version(cls: type) -> int:
     return 1 if cls.__flexible__ else 0
 
 
+def request_header_class(cls: type) -> type:
+    """kio's RequestHeader class for a kio request class (:func:`request_header_version`)."""
+    return RequestHeaderV2 if request_header_version(cls) == 2 else RequestHeaderV1
+
+
+def response_header_class(cls: type) -> type:
+    """kio's ResponseHeader class for a kio response class (:func:`response_header_version`)."""
+    return ResponseHeaderV0 if response_header_version(cls) == 0 else ResponseHeaderV1
+
+
 def _check_kind(msg: Any, kind: Kind) -> None:
     if getattr(type(msg), "__type__", None) != _ENTITY_TYPES[kind]:
         raise TypeError(f"expected a kio {kind} message, got {type(msg).__qualname__}")
@@ -174,10 +184,7 @@ def encode_response_frame(msg: Any, correlation_id: int) -> bytes:
     The header is written with kio's own ResponseHeader v0/v1 classes.
     """
     _check_kind(msg, "response")
-    if response_header_version(type(msg)) == 0:
-        header = _write_entity(ResponseHeaderV0(correlation_id=correlation_id))
-    else:
-        header = _write_entity(ResponseHeaderV1(correlation_id=correlation_id))
+    header = _write_entity(response_header_class(type(msg))(correlation_id=correlation_id))
     payload = header + encode_body(msg)
     return struct.pack(">i", len(payload)) + payload
 
@@ -190,9 +197,8 @@ def encode_request_frame(msg: Any, correlation_id: int, client_id: str | None) -
     """
     _check_kind(msg, "request")
     cls = type(msg)
-    header_cls = RequestHeaderV2 if request_header_version(cls) == 2 else RequestHeaderV1
     header = _write_entity(
-        header_cls(
+        request_header_class(cls)(
             request_api_key=cls.__api_key__,
             request_api_version=cls.__version__,
             correlation_id=correlation_id,
@@ -250,8 +256,7 @@ def _unframe(frame: bytes) -> bytes:
 def decode_response_frame(cls: type, frame: bytes) -> tuple[int, Any]:
     """Inverse of :func:`encode_response_frame`: returns (correlation_id, msg)."""
     payload = _unframe(frame)
-    header_cls = ResponseHeaderV0 if response_header_version(cls) == 0 else ResponseHeaderV1
-    header, offset = entity_reader(header_cls)(payload, 0)
+    header, offset = entity_reader(response_header_class(cls))(payload, 0)
     return header.correlation_id, decode_body(cls, payload[offset:])
 
 
@@ -266,8 +271,7 @@ def decode_request_frame(frame: bytes) -> tuple[int, int, int, str | None, Any]:
     cls = kio_message_class(api_key, version, "request")
     if cls is None:
         raise ValueError(f"kio has no request class for api key {api_key} v{version}")
-    header_cls = RequestHeaderV2 if request_header_version(cls) == 2 else RequestHeaderV1
-    header, offset = entity_reader(header_cls)(payload, 0)
+    header, offset = entity_reader(request_header_class(cls))(payload, 0)
     msg = decode_body(cls, payload[offset:])
     return api_key, version, header.correlation_id, header.client_id, msg
 

@@ -29,10 +29,6 @@ from typing import Any
 import pytest
 from hypothesis.errors import NonInteractiveExampleWarning
 from kio.index import api_key_map
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
-from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader
 
 from kproxy.config.authorization import AuthorizationSettings
@@ -312,15 +308,13 @@ def _named(frame: bytes, answering: tuple[int, int] | None = None) -> list[tuple
         if answering is None:
             api, version = struct.unpack_from(">hh", frame)
             cls = ks.kio_message_class(api, version, "request")
-            v2 = cls is not None and ks.request_header_version(cls) == 2
-            header: type = RequestHeaderV2 if v2 else RequestHeaderV1
+            header_class = ks.request_header_class
         else:
             cls = ks.kio_message_class(*answering, "response")
-            v1 = cls is not None and ks.response_header_version(cls) == 1
-            header = ResponseHeaderV1 if v1 else ResponseHeaderV0
+            header_class = ks.response_header_class
         if cls is None:
             return []
-        _header, offset = entity_reader(header)(frame, 0)
+        _header, offset = entity_reader(header_class(cls))(frame, 0)
         message, _end = entity_reader(cls)(frame, offset)
     except Exception:
         return []
